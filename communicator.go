@@ -1,0 +1,587 @@
+package nccl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"weak"
+
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// Communicator is an NCCL communicator (ncclComm_t): one rank's handle on a
+// group of ranks that run collectives together.
+//
+// The zero value is the null communicator: every method on it returns an
+// error wrapping ErrNotInitialized that names the operation, except
+// Destroy, Abort and Finalize, which do nothing. Initialize makes it a
+// communicator; Split gives one to ranks that pass NoColor; Grow's joining
+// ranks start from one.
+//
+// A Communicator is safe for use by several goroutines: its NCCL calls are
+// serialized. Abort is never held up by a call in flight. Do not copy a
+// Communicator once used; pass *Communicator.
+type Communicator struct {
+	mu        sync.Mutex // held for each NCCL call on ptr, never while waiting
+	ptr       uintptr    // ncclComm_t, 0 when null
+	state     commState
+	blocking  bool // the user's intent; NCCL's communicator is non-blocking
+	dev       int  // CUDA device ordinal
+	nranks    int  // cached after the first query
+	rank      int
+	identity  bool // nranks and rank are cached
+	props     *Properties
+	propsErr  error // a query failure that cannot change (unsupported)
+	resources []resource
+	cleanup   runtime.Cleanup
+	hasClean  bool
+}
+
+type commState uint8
+
+const (
+	stateNull commState = iota
+	stateLive
+	stateDestroyed
+	stateAborted
+)
+
+func (s commState) String() string {
+	switch s {
+	case stateDestroyed:
+		return "destroyed"
+	case stateAborted:
+		return "aborted"
+	case stateLive:
+		return "live"
+	}
+	return "not initialized"
+}
+
+// resource is something a communicator tracks and closes before it goes.
+type resource interface {
+	// closeLocked releases the resource; the communicator's mu is held and
+	// its ptr is still valid.
+	closeLocked() error
+}
+
+// registry maps live NCCL communicators to their Go values, for the
+// communicators a group used (the shim names them by pointer).
+var registry sync.Map // uintptr -> weak.Pointer[Communicator]
+
+func register(c *Communicator) { registry.Store(c.ptr, weak.Make(c)) }
+
+func lookup(ptr uintptr) *Communicator {
+	if v, ok := registry.Load(ptr); ok {
+		return v.(weak.Pointer[Communicator]).Value()
+	}
+	return nil
+}
+
+// lockLive locks c and returns its NCCL pointer, or a StateError (unlocked).
+func (c *Communicator) lockLive(op string) (uintptr, error) {
+	if c == nil {
+		return 0, &StateError{Op: op}
+	}
+	c.mu.Lock()
+	if c.ptr == 0 {
+		st := c.state
+		c.mu.Unlock()
+		return 0, &StateError{Op: op, State: st.String()}
+	}
+	return c.ptr, nil
+}
+
+// Init creates this rank's communicator among nranks ranks
+// (ncclCommInitRankConfig), on device cfg.Device (default 0). Every rank
+// calls it with the same id and nranks and its own rank. Collective: it
+// returns once all ranks have joined (for a blocking communicator). NCCL 2.14.3.
+func Init(nranks, rank int, id UniqueID, cfg *Config) (*Communicator, error) {
+	return InitContext(context.Background(), nranks, rank, id, cfg)
+}
+
+// InitContext is Init bounded by ctx: if ctx ends before all ranks have
+// joined, the communicator is aborted and the error matches both ctx.Err()
+// and ErrInProgress.
+func InitContext(ctx context.Context, nranks, rank int, id UniqueID, cfg *Config) (*Communicator, error) {
+	c := new(Communicator)
+	if err := c.InitializeContext(ctx, nranks, rank, id, cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// InitScalable is Init with several ids spread over the ranks
+// (ncclCommInitRankScalable), for very large jobs: ids[i] was created by one
+// rank each, and every rank passes all of them. Collective. NCCL 2.23.4.
+func InitScalable(nranks, rank int, ids []UniqueID, cfg *Config) (*Communicator, error) {
+	return InitScalableContext(context.Background(), nranks, rank, ids, cfg)
+}
+
+// InitScalableContext is InitScalable bounded by ctx.
+func InitScalableContext(ctx context.Context, nranks, rank int, ids []UniqueID, cfg *Config) (*Communicator, error) {
+	c := new(Communicator)
+	if err := c.initialize(ctx, "InitScalable", nranks, rank, ids, cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Initialize initializes a null communicator in place (see Init). It fails
+// if c is already initialized. Collective. NCCL 2.14.3.
+func (c *Communicator) Initialize(nranks, rank int, id UniqueID, cfg *Config) error {
+	return c.InitializeContext(context.Background(), nranks, rank, id, cfg)
+}
+
+// InitializeContext is Initialize bounded by ctx.
+func (c *Communicator) InitializeContext(ctx context.Context, nranks, rank int, id UniqueID, cfg *Config) error {
+	return c.initialize(ctx, "Init", nranks, rank, []UniqueID{id}, cfg)
+}
+
+func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank int, ids []UniqueID, cfg *Config) error {
+	if c == nil {
+		return argErr(op, "communicator", "nil *Communicator")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := loaded()
+	if err != nil {
+		return err
+	}
+	if nranks < 1 {
+		return argErr(op, "nranks", "%d: need at least 1", nranks)
+	}
+	if rank < 0 || rank >= nranks {
+		return argErr(op, "rank", "%d: not in [0, %d)", rank, nranks)
+	}
+	if len(ids) == 0 {
+		return argErr(op, "ids", "no UniqueID")
+	}
+	if len(ids) > nranks {
+		return argErr(op, "ids", "%d ids for %d ranks: at most one per rank", len(ids), nranks)
+	}
+	for i, id := range ids {
+		if id.IsZero() {
+			return argErr(op, "id", "UniqueID %d is all zeros: create it with NewUniqueID on one rank and send it to the others", i)
+		}
+	}
+	ccfg, blocking, err := cfg.encode(op, r)
+	if err != nil {
+		return err
+	}
+	dev := cfg.device(0)
+	cctx, err := deviceContext(op, dev)
+	if err != nil {
+		return err
+	}
+
+	c.mu.Lock()
+	if c.ptr != 0 {
+		c.mu.Unlock()
+		return fmt.Errorf("nccl: %s: communicator already initialized (%v): %w", op, c, ErrInvalidUsage)
+	}
+	cell := capi.NewCell()
+	defer cell.Free()
+	var st capi.Status
+	fn := "ncclCommInitRankConfig"
+	if len(ids) == 1 && op != "InitScalable" {
+		st = capi.CommInitRankConfig(cctx, cell, nranks, (*[128]byte)(&ids[0]), rank, ccfg)
+	} else {
+		fn = "ncclCommInitRankScalable"
+		raw := make([][128]byte, len(ids))
+		for i := range ids {
+			raw[i] = ids[i]
+		}
+		st = capi.CommInitRankScalable(cctx, cell, nranks, rank, raw, ccfg)
+	}
+	ptr := cell.Load()
+	if st.Code != 0 && Result(st.Code) != InProgress {
+		c.mu.Unlock()
+		if ptr != 0 {
+			capi.CommAbort(ptr)
+		}
+		return statusErr(op, fn, st)
+	}
+	c.adoptLocked(ptr, dev, blocking)
+	c.mu.Unlock()
+	return c.settle(ctx, op)
+}
+
+// settle finishes the creation of c: in a group nothing can complete before
+// the group ends; otherwise a blocking communicator waits until NCCL is done.
+func (c *Communicator) settle(ctx context.Context, op string) error {
+	if !c.blocking || capi.GroupDepth() > 0 {
+		return nil
+	}
+	if err := c.wait(ctx, op); err != nil {
+		c.Abort()
+		return err
+	}
+	return nil
+}
+
+// adoptLocked makes c the owner of a new NCCL communicator.
+func (c *Communicator) adoptLocked(ptr uintptr, dev int, blocking bool) {
+	c.ptr, c.state, c.dev, c.blocking = ptr, stateLive, dev, blocking
+	c.identity, c.props, c.propsErr, c.resources = false, nil, nil, nil
+	register(c)
+	c.watchLeak()
+}
+
+// deviceContext is the primary context of device dev, or an ArgError.
+func deviceContext(op string, dev int) (uintptr, error) {
+	ctx, err := cuda.Device(dev).PrimaryContext()
+	if err != nil {
+		return 0, &ArgError{Op: op, Arg: "Config.Device", Reason: fmt.Sprintf("device %d: %v", dev, err), Err: err}
+	}
+	return ctx.Handle(), nil
+}
+
+// InitAll creates one communicator per device, all in this process
+// (several GPUs driven from one process): rank i runs on devices[i]. nil
+// means every visible device. A device may appear twice only where the
+// loaded NCCL lets ranks share a GPU (2.30.3 and later, with
+// NCCL_MULTI_RANK_GPU_ENABLE=1). Destroy each communicator when done.
+// NCCL 2.14.3 (built on ncclCommInitRankConfig in a group, as
+// ncclCommInitAll is, so that a context can bound it).
+func InitAll(devices []int) ([]*Communicator, error) {
+	return InitAllContext(context.Background(), devices, nil)
+}
+
+// InitAllContext is InitAll bounded by ctx, with a config for every
+// communicator (its Device must be nil).
+func InitAllContext(ctx context.Context, devices []int, cfg *Config) ([]*Communicator, error) {
+	const op = "InitAll"
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := loaded()
+	if err != nil {
+		return nil, err
+	}
+	if devices == nil {
+		n, err := cuda.Count()
+		if err != nil {
+			return nil, fmt.Errorf("nccl: %s: counting devices: %w", op, err)
+		}
+		devices = make([]int, n)
+		for i := range devices {
+			devices[i] = i
+		}
+	}
+	if len(devices) == 0 {
+		return nil, argErr(op, "devices", "empty: need at least one device")
+	}
+	if cfg != nil && cfg.Device != nil {
+		return nil, argErr(op, "Config.Device", "set: InitAll places rank i on devices[i]")
+	}
+	if err := checkDuplicates(op, devices, r); err != nil {
+		return nil, err
+	}
+	ccfg, blocking, err := cfg.encode(op, r)
+	if err != nil {
+		return nil, err
+	}
+	ctxs := make([]uintptr, len(devices))
+	for i, d := range devices {
+		if ctxs[i], err = deviceContext(op, d); err != nil {
+			return nil, err
+		}
+	}
+	id, err := NewUniqueID()
+	if err != nil {
+		return nil, err
+	}
+	comms := make([]*Communicator, len(devices))
+	err = Group(func() error {
+		for i, d := range devices {
+			cell := capi.NewCell()
+			st := capi.CommInitRankConfig(ctxs[i], cell, len(devices), (*[128]byte)(&id), i, ccfg)
+			ptr := cell.Load()
+			cell.Free()
+			if st.Code != 0 && Result(st.Code) != InProgress {
+				return statusErr(op, "ncclCommInitRankConfig", st)
+			}
+			c := &Communicator{}
+			c.adoptLocked(ptr, d, true)
+			comms[i] = c
+		}
+		return nil
+	})
+	for _, c := range comms {
+		if err == nil && c != nil {
+			err = c.wait(ctx, op)
+		}
+	}
+	if err != nil {
+		for _, c := range comms {
+			c.Abort()
+		}
+		return nil, err
+	}
+	for _, c := range comms {
+		c.blocking = blocking
+	}
+	return comms, nil
+}
+
+// checkDuplicates rejects a device list that repeats a device where NCCL
+// would refuse (or, in 2.30.3-2.30.4, hang).
+func checkDuplicates(op string, devices []int, r Release) error {
+	sorted := slices.Clone(devices)
+	slices.Sort(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] != sorted[i-1] {
+			continue
+		}
+		switch {
+		case r < 23003:
+			return argErr(op, "devices", "device %d appears twice: NCCL %s allows one rank per GPU (several need NCCL 2.30.3 and NCCL_MULTI_RANK_GPU_ENABLE=1)", sorted[i], r)
+		case os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") != "1":
+			return argErr(op, "devices", "device %d appears twice: set NCCL_MULTI_RANK_GPU_ENABLE=1 to let ranks share a GPU", sorted[i])
+		}
+	}
+	return nil
+}
+
+// Ptr is the raw ncclComm_t, 0 for a null communicator. It is valid only
+// until Destroy or Abort.
+func (c *Communicator) Ptr() uintptr {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ptr
+}
+
+// IsValid reports whether c is initialized (not null, destroyed or aborted).
+func (c *Communicator) IsValid() bool { return c.Ptr() != 0 }
+
+// identityLocked fills the cached rank and size (ncclCommCount,
+// ncclCommUserRank, ncclCommCuDevice). It returns capi.Pending while NCCL is
+// still creating the communicator.
+func (c *Communicator) identityLocked(op string) (int32, error) {
+	if c.identity {
+		return 0, nil
+	}
+	n, st := capi.CommCount(c.ptr)
+	if st.Code == capi.Pending {
+		return capi.Pending, nil
+	}
+	if err := statusErr(op, "ncclCommCount", st); err != nil {
+		return 0, err
+	}
+	rank, st := capi.CommUserRank(c.ptr)
+	if err := statusErr(op, "ncclCommUserRank", st); err != nil {
+		return 0, err
+	}
+	dev, st := capi.CommCuDevice(c.ptr)
+	if err := statusErr(op, "ncclCommCuDevice", st); err != nil {
+		return 0, err
+	}
+	c.nranks, c.rank, c.dev, c.identity = n, rank, dev, true
+	return 0, nil
+}
+
+// ident returns the cached identity, querying NCCL the first time (waiting
+// for a communicator still being created).
+func (c *Communicator) ident(op string) (nranks, rank, dev int, err error) {
+	for {
+		if _, err := c.lockLive(op); err != nil {
+			return 0, 0, 0, err
+		}
+		if c.identity {
+			nranks, rank, dev = c.nranks, c.rank, c.dev
+			c.mu.Unlock()
+			return nranks, rank, dev, nil
+		}
+		code, err := c.identityLocked(op)
+		c.mu.Unlock()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if code != capi.Pending {
+			continue
+		}
+		if err := c.wait(context.Background(), op); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+}
+
+// NRanks is the number of ranks (ncclCommCount, cached). NCCL 2.3.5.
+func (c *Communicator) NRanks() (int, error) {
+	n, _, _, err := c.ident("get nranks")
+	return n, err
+}
+
+// Rank is this rank's index in [0, NRanks) (ncclCommUserRank, cached).
+// NCCL 2.3.5.
+func (c *Communicator) Rank() (int, error) {
+	_, r, _, err := c.ident("get rank")
+	return r, err
+}
+
+// Device is the communicator's CUDA device (ncclCommCuDevice, cached).
+// NCCL 2.3.5.
+func (c *Communicator) Device() (cuda.Device, error) {
+	_, _, d, err := c.ident("get device")
+	return cuda.Device(d), err
+}
+
+// String reads "nccl.Communicator(rank 1/4, cuda:1, 0x7f...)" or
+// "nccl.Communicator(null)". It never calls NCCL.
+func (c *Communicator) String() string {
+	if c == nil {
+		return "nccl.Communicator(null)"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.ptr == 0 && c.state != stateNull:
+		return fmt.Sprintf("nccl.Communicator(null, %s)", c.state)
+	case c.ptr == 0:
+		return "nccl.Communicator(null)"
+	case !c.identity:
+		return fmt.Sprintf("nccl.Communicator(cuda:%d, %#x)", c.dev, c.ptr)
+	}
+	return fmt.Sprintf("nccl.Communicator(rank %d/%d, cuda:%d, %#x)", c.rank, c.nranks, c.dev, c.ptr)
+}
+
+// Finalize flushes the communicator's outstanding operations and tears down
+// its connections (ncclCommFinalize), leaving Destroy with only local work.
+// Collective. A no-op on a null communicator. NCCL 2.14.3.
+func (c *Communicator) Finalize() error { return c.FinalizeContext(context.Background()) }
+
+// FinalizeContext is Finalize bounded by ctx; when ctx ends first the
+// communicator is aborted.
+func (c *Communicator) FinalizeContext(ctx context.Context) error {
+	if c == nil || c.Ptr() == 0 {
+		return nil
+	}
+	return c.call(ctx, "Finalize", "ncclCommFinalize", capi.CommFinalize)
+}
+
+// Destroy closes the communicator's resources, finalizes it (waiting for
+// its peers) and frees it (ncclCommFinalize, ncclCommDestroy). Collective
+// among the ranks of one node unless Finalize was called. A no-op on a null
+// communicator; after Destroy or Abort it returns an error wrapping
+// ErrClosed. NCCL 2.3.5.
+func (c *Communicator) Destroy() error { return c.DestroyContext(context.Background()) }
+
+// DestroyContext is Destroy bounded by ctx: if the peers do not finalize
+// before ctx ends, the communicator is aborted instead.
+func (c *Communicator) DestroyContext(ctx context.Context) error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	if c.ptr == 0 {
+		st := c.state
+		c.mu.Unlock()
+		if st == stateNull {
+			return nil
+		}
+		return fmt.Errorf("nccl: Destroy: communicator already %s: %w", st, ErrClosed)
+	}
+	c.mu.Unlock()
+	var errs []error
+	if err := c.closeResources(); err != nil {
+		errs = append(errs, err)
+	}
+	err := c.FinalizeContext(ctx)
+	if err == nil {
+		err = c.wait(ctx, "Destroy") // a non-blocking communicator's finalize
+	}
+	if err != nil {
+		if c.Ptr() == 0 { // aborted because ctx ended
+			return errors.Join(append(errs, err)...)
+		}
+		errs = append(errs, err)
+	}
+	if err := c.release("Destroy", "ncclCommDestroy", capi.CommDestroy, stateDestroyed); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Abort closes the communicator's resources and frees it at once,
+// cancelling its operations in flight (ncclCommAbort). Every active rank
+// should abort too. It never waits for another goroutine's call to finish
+// waiting. A no-op on a null communicator; after Destroy or Abort it returns
+// an error wrapping ErrClosed. NCCL 2.4.2.
+func (c *Communicator) Abort() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	if c.ptr == 0 {
+		st := c.state
+		c.mu.Unlock()
+		if st == stateNull {
+			return nil
+		}
+		return fmt.Errorf("nccl: Abort: communicator already %s: %w", st, ErrClosed)
+	}
+	c.mu.Unlock()
+	err := c.closeResources()
+	return errors.Join(err, c.release("Abort", "ncclCommAbort", capi.CommAbort, stateAborted))
+}
+
+// release frees the NCCL communicator with f and makes c null.
+func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final commState) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ptr == 0 {
+		return nil // aborted meanwhile
+	}
+	ptr := c.ptr
+	var st capi.Status
+	for {
+		st = f(ptr)
+		if st.Code != capi.Pending {
+			break
+		}
+		// Destroy of a communicator whose last operation is still running:
+		// NCCL needs it ready first. Abort instead of waiting here, under mu.
+		f, fn, final = capi.CommAbort, "ncclCommAbort", stateAborted
+	}
+	registry.Delete(ptr)
+	c.ptr, c.state, c.resources = 0, final, nil
+	if c.hasClean {
+		c.cleanup.Stop()
+		c.hasClean = false
+	}
+	return statusErr(op, fn, st)
+}
+
+// closeResources closes every tracked resource, newest first.
+func (c *Communicator) closeResources() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for i := len(c.resources) - 1; i >= 0; i-- {
+		if err := c.resources[i].closeLocked(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.resources = nil
+	return errors.Join(errs...)
+}
+
+// track adds a resource to be closed by Destroy and Abort (mu held).
+func (c *Communicator) trackLocked(r resource) { c.resources = append(c.resources, r) }
+
+// untrackLocked forgets a resource closed on its own (mu held).
+func (c *Communicator) untrackLocked(r resource) {
+	if i := slices.Index(c.resources, r); i >= 0 {
+		c.resources = slices.Delete(c.resources, i, i+1)
+	}
+}

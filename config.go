@@ -1,0 +1,239 @@
+package nccl
+
+import (
+	"fmt"
+
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// Config sets up a communicator (ncclConfig_t, every field up to NCCL
+// 2.30.7). A nil field keeps NCCL's default, as NCCL_CONFIG_INITIALIZER
+// leaves it; the binding never sends a zero NCCL did not ask for. Set fields
+// with new(v) (Go 1.26) or nccl.Ptr(v).
+//
+// A field the loaded NCCL does not know makes the call fail with an error
+// wrapping ErrUnsupported instead of being dropped. Values NCCL would reject,
+// or that contradict each other, fail with ErrInvalidArgument before NCCL
+// is called. Environment variables (NCCL_COMM_BLOCKING, NCCL_MIN_CTAS, ...)
+// still override the config, as in NCCL.
+type Config struct {
+	// Device is the CUDA device of the new rank. It is the binding's, not
+	// NCCL's: nil means device 0 for Init, the parent's device for Split,
+	// Shrink and Grow on existing ranks (where another device is an error).
+	Device *int
+
+	// Blocking false makes the communicator non-blocking: calls return
+	// before NCCL has finished and the communicator's next call, or Wait,
+	// waits for them. Default true. NCCL 2.14.3.
+	Blocking *bool
+	// CGAClusterSize is the CUDA thread block cluster size, 0 to 8. NCCL 2.17.1.
+	CGAClusterSize *int
+	// MinCTAs and MaxCTAs bound the number of CTAs (channels) NCCL uses.
+	// NCCL compares them even when MaxCTAs is unset, so MinCTAs alone sets
+	// MaxCTAs to NCCL's default maximum. NCCL 2.17.1.
+	MinCTAs, MaxCTAs *int
+	// NetName selects the network module, e.g. "IB" or "Socket" (NCCL copies
+	// it). Empty: automatic. NCCL 2.17.1.
+	NetName string
+	// SplitShare shares resources between a parent and its Split children.
+	// NCCL 2.18.1.
+	SplitShare *bool
+	// TrafficClass is passed to the network; its meaning depends on the
+	// network. NCCL 2.26.2.
+	TrafficClass *int
+	// CommName names the communicator in NCCL's logs and profiler. The
+	// binding keeps the string alive for the process's life, as NCCL keeps
+	// the pointer. NCCL 2.27.3.
+	CommName string
+	// CollNetEnable enables CollNet (for example IB SHARP). NCCL 2.27.3.
+	CollNetEnable *bool
+	// CTAPolicy: CTAPolicyDefault, CTAPolicyEfficiency (2.27.3),
+	// CTAPolicyZero (2.28.3), or both flags (2.29.2). NCCL 2.27.3.
+	CTAPolicy *CTAPolicy
+	// ShrinkShare shares resources with Shrink children (default flag
+	// only). NCCL 2.27.3.
+	ShrinkShare *bool
+	// NVLSCTAs is the number of CTAs of NVLS kernels, > 0. NCCL 2.27.3.
+	NVLSCTAs *int
+	// NChannelsPerNetPeer, > 0, rounded up to a power of two. NCCL 2.28.3.
+	NChannelsPerNetPeer *int
+	// NVLinkCentricSched schedules NVLink first. NCCL 2.28.3.
+	NVLinkCentricSched *bool
+	// GraphUsageMode says how the communicator is used in CUDA graphs.
+	// NCCL 2.29.2.
+	GraphUsageMode *GraphUsageMode
+	// NumRMACtx is the number of RMA contexts, >= 0. NCCL 2.29.2.
+	NumRMACtx *int
+	// MaxP2PPeers bounds the peers a rank talks to at once over P2P, > 0.
+	// NCCL 2.30.3.
+	MaxP2PPeers *int
+	// GraphStreamOrdering overrides NCCL_GRAPH_STREAM_ORDERING; false is
+	// incompatible with GraphUsageMultiple (NCCL's default mode). NCCL 2.30.7.
+	GraphStreamOrdering *bool
+}
+
+// Ptr returns a pointer to v, for Config fields: nccl.Ptr(false).
+func Ptr[T any](v T) *T { return &v }
+
+// configField is one Config field's NCCL name and first release.
+type configField struct {
+	name  string
+	since Release
+	set   bool
+}
+
+func b2i(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// maxChannels is MAXCHANNELS, NCCL's default for maxCTAs.
+func maxChannels(r Release) int {
+	if r >= 22501 {
+		return 64
+	}
+	return 32
+}
+
+// encode validates cfg against the loaded release and builds the C config.
+// blocking reports what the user asked for; the binding always creates
+// communicators non-blocking in NCCL (so that a context can cancel any wait)
+// and waits in Go for a blocking one.
+func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, err error) {
+	out := capi.NewConfig(uint32(min(r, ABIRelease)))
+	out.Blocking = 0
+	if cfg == nil {
+		return &out, true, nil
+	}
+	fields := []configField{
+		{"blocking", 21403, cfg.Blocking != nil},
+		{"cgaClusterSize", 21701, cfg.CGAClusterSize != nil},
+		{"minCTAs", 21701, cfg.MinCTAs != nil},
+		{"maxCTAs", 21701, cfg.MaxCTAs != nil},
+		{"netName", 21701, cfg.NetName != ""},
+		{"splitShare", 21801, cfg.SplitShare != nil},
+		{"trafficClass", 22602, cfg.TrafficClass != nil},
+		{"commName", 22703, cfg.CommName != ""},
+		{"collnetEnable", 22703, cfg.CollNetEnable != nil},
+		{"CTAPolicy", 22703, cfg.CTAPolicy != nil},
+		{"shrinkShare", 22703, cfg.ShrinkShare != nil},
+		{"nvlsCTAs", 22703, cfg.NVLSCTAs != nil},
+		{"nChannelsPerNetPeer", 22803, cfg.NChannelsPerNetPeer != nil},
+		{"nvlinkCentricSched", 22803, cfg.NVLinkCentricSched != nil},
+		{"graphUsageMode", 22902, cfg.GraphUsageMode != nil},
+		{"numRmaCtx", 22902, cfg.NumRMACtx != nil},
+		{"maxP2pPeers", 23003, cfg.MaxP2PPeers != nil},
+		{"graphStreamOrdering", 23007, cfg.GraphStreamOrdering != nil},
+	}
+	for _, f := range fields {
+		if f.set && r < f.since {
+			return nil, false, &UnsupportedError{Func: "ncclConfig_t." + f.name, Since: f.since, Loaded: r}
+		}
+	}
+	bad := func(field, format string, a ...any) error {
+		return argErr(op, "Config."+field, format, a...)
+	}
+	intField := func(p *int, field string, lo, hi int) (int32, error) {
+		if p == nil {
+			return capi.UndefInt, nil
+		}
+		if *p < lo || *p > hi {
+			if hi == int(^uint32(0)>>1) {
+				return 0, bad(field, "%d: must be at least %d", *p, lo)
+			}
+			return 0, bad(field, "%d: must be in [%d, %d]", *p, lo, hi)
+		}
+		return int32(*p), nil
+	}
+	boolField := func(p *bool) int32 {
+		if p == nil {
+			return capi.UndefInt
+		}
+		return b2i(*p)
+	}
+	const maxInt32 = int(^uint32(0) >> 1)
+	blocking = cfg.Blocking == nil || *cfg.Blocking
+	if out.CGAClusterSize, err = intField(cfg.CGAClusterSize, "CGAClusterSize", 0, 8); err != nil {
+		return nil, false, err
+	}
+	if out.MinCTAs, err = intField(cfg.MinCTAs, "MinCTAs", 1, maxInt32); err != nil {
+		return nil, false, err
+	}
+	if out.MaxCTAs, err = intField(cfg.MaxCTAs, "MaxCTAs", 1, maxInt32); err != nil {
+		return nil, false, err
+	}
+	switch {
+	case cfg.MinCTAs != nil && cfg.MaxCTAs != nil && *cfg.MinCTAs > *cfg.MaxCTAs:
+		return nil, false, bad("MinCTAs", "%d exceeds MaxCTAs %d", *cfg.MinCTAs, *cfg.MaxCTAs)
+	case cfg.MinCTAs != nil && cfg.MaxCTAs == nil:
+		if *cfg.MinCTAs > maxChannels(r) {
+			return nil, false, bad("MinCTAs", "%d exceeds NCCL %s's maximum of %d", *cfg.MinCTAs, r, maxChannels(r))
+		}
+		out.MaxCTAs = int32(maxChannels(r))
+	}
+	out.NetName = cfg.NetName
+	out.SplitShare = boolField(cfg.SplitShare)
+	if out.TrafficClass, err = intField(cfg.TrafficClass, "TrafficClass", 0, maxInt32); err != nil {
+		return nil, false, err
+	}
+	out.CommName = cfg.CommName
+	out.CollnetEnable = boolField(cfg.CollNetEnable)
+	if cfg.CTAPolicy != nil {
+		p := *cfg.CTAPolicy
+		switch {
+		case p < 0 || p > CTAPolicyEfficiency|CTAPolicyZero:
+			return nil, false, bad("CTAPolicy", "%#x: not a combination of CTAPolicyEfficiency and CTAPolicyZero", int32(p))
+		case p&CTAPolicyZero != 0 && r < 22803:
+			return nil, false, &UnsupportedError{Func: "NCCL_CTA_POLICY_ZERO", Since: 22803, Loaded: r}
+		case p == CTAPolicyEfficiency|CTAPolicyZero && r < 22902:
+			return nil, false, &UnsupportedError{Func: "combined CTA policies", Since: 22902, Loaded: r}
+		}
+		out.CTAPolicy = int32(p)
+	}
+	out.ShrinkShare = boolField(cfg.ShrinkShare)
+	if out.NvlsCTAs, err = intField(cfg.NVLSCTAs, "NVLSCTAs", 1, maxInt32); err != nil {
+		return nil, false, err
+	}
+	if out.NChannelsPerNetPeer, err = intField(cfg.NChannelsPerNetPeer, "NChannelsPerNetPeer", 1, maxChannels(r)); err != nil {
+		return nil, false, err
+	}
+	out.NvlinkCentricSched = boolField(cfg.NVLinkCentricSched)
+	if cfg.GraphUsageMode != nil {
+		m := *cfg.GraphUsageMode
+		if m < GraphUsageNone || m > GraphUsageMultiple {
+			return nil, false, bad("GraphUsageMode", "%d: must be 0, 1 or 2", int32(m))
+		}
+		out.GraphUsageMode = int32(m)
+	}
+	if out.NumRmaCtx, err = intField(cfg.NumRMACtx, "NumRMACtx", 0, maxInt32); err != nil {
+		return nil, false, err
+	}
+	if out.MaxP2pPeers, err = intField(cfg.MaxP2PPeers, "MaxP2PPeers", 1, maxInt32); err != nil {
+		return nil, false, err
+	}
+	if cfg.GraphStreamOrdering != nil {
+		if !*cfg.GraphStreamOrdering && (cfg.GraphUsageMode == nil || *cfg.GraphUsageMode == GraphUsageMultiple) {
+			return nil, false, bad("GraphStreamOrdering", "false conflicts with GraphUsageMode %s: set GraphUsageMode to GraphUsageNone or GraphUsageOne",
+				graphModeName(cfg.GraphUsageMode))
+		}
+		out.GraphStreamOrdering = b2i(*cfg.GraphStreamOrdering)
+	}
+	return &out, blocking, nil
+}
+
+func graphModeName(m *GraphUsageMode) string {
+	if m == nil {
+		return "unset (NCCL's default, multiple)"
+	}
+	return fmt.Sprint(int32(*m))
+}
+
+// device is the Config's device, or def.
+func (cfg *Config) device(def int) int {
+	if cfg == nil || cfg.Device == nil {
+		return def
+	}
+	return *cfg.Device
+}

@@ -1,0 +1,308 @@
+package cuda
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// allocation is one block of device memory, shared by every Slice cut from it.
+type allocation struct {
+	ptr   uintptr
+	bytes uint64
+	dev   Device
+	owned bool // made by Alloc: Free releases it
+	freed atomic.Bool
+}
+
+// Slice is typed device memory: n elements of T from a device address, on
+// one device. Alloc makes one; Sub cuts a part; Wrap adopts memory made by
+// another library. A Slice is a small value: copies share the memory.
+// Methods are safe for concurrent use; the memory itself is not
+// synchronized.
+type Slice[T Elem] struct {
+	a   *allocation
+	off int // in elements
+	n   int
+}
+
+// Alloc allocates n elements of T on dev (cuMemAlloc). The memory is not
+// initialized. Free it when done.
+func Alloc[T Elem](dev Device, n int) (Slice[T], error) {
+	size := DTypeOf[T]().Size()
+	if n <= 0 {
+		return Slice[T]{}, &ArgError{Op: "Alloc", Arg: "n", Reason: fmt.Sprintf("%d elements: need at least 1", n)}
+	}
+	if uint64(n) > (1<<62)/uint64(size) {
+		return Slice[T]{}, &ArgError{Op: "Alloc", Arg: "n", Reason: fmt.Sprintf("%d elements overflow", n)}
+	}
+	ctx, err := dev.context("Alloc")
+	if err != nil {
+		return Slice[T]{}, err
+	}
+	bytes := uint64(n) * uint64(size)
+	p, r := capi.CuMemAlloc(ctx, bytes)
+	if err := check("Alloc", "cuMemAlloc_v2", r); err != nil {
+		return Slice[T]{}, fmt.Errorf("%w (%d bytes on %s)", err, bytes, dev)
+	}
+	return Slice[T]{a: &allocation{ptr: p, bytes: bytes, dev: dev, owned: true}, n: n}, nil
+}
+
+// AllocFrom allocates len(src) elements on dev and copies src into them.
+func AllocFrom[T Elem](dev Device, src []T) (Slice[T], error) {
+	s, err := Alloc[T](dev, len(src))
+	if err != nil {
+		return s, err
+	}
+	if err := s.CopyFromHost(src); err != nil {
+		s.Free()
+		return Slice[T]{}, err
+	}
+	return s, nil
+}
+
+// Wrap adopts n elements of T at device address ptr on dev, made by another
+// library (a PyTorch tensor, CuPy array, ncclMemAlloc...). Free on it is an
+// error: the other library owns the memory.
+func Wrap[T Elem](ptr uintptr, n int, dev Device) Slice[T] {
+	return Slice[T]{a: &allocation{ptr: ptr, bytes: uint64(n) * uint64(DTypeOf[T]().Size()), dev: dev}, n: n}
+}
+
+// Len is the number of elements.
+func (s Slice[T]) Len() int { return s.n }
+
+// Bytes is the size in bytes.
+func (s Slice[T]) Bytes() uint64 { return uint64(s.n) * uint64(DTypeOf[T]().Size()) }
+
+// DType is the element type.
+func (s Slice[T]) DType() DType { return DTypeOf[T]() }
+
+// Ptr is the device address of the first element (0 for the zero Slice).
+func (s Slice[T]) Ptr() uintptr {
+	if s.a == nil {
+		return 0
+	}
+	return s.a.ptr + uintptr(s.off*DTypeOf[T]().Size())
+}
+
+// Device is the device the memory is on.
+func (s Slice[T]) Device() Device {
+	if s.a == nil {
+		return 0
+	}
+	return s.a.dev
+}
+
+// Err reports whether the slice can be used: nil, or an error wrapping
+// ErrClosed after Free, or ErrInvalidValue for the zero Slice.
+func (s Slice[T]) Err() error {
+	if s.a == nil {
+		return &ArgError{Op: "Slice", Arg: "slice", Reason: "zero Slice: no memory"}
+	}
+	if s.a.freed.Load() {
+		return closedError("Slice", "memory freed")
+	}
+	return nil
+}
+
+// Freed reports whether the memory was freed.
+func (s Slice[T]) Freed() bool { return s.a != nil && s.a.freed.Load() }
+
+// Sub is elements [i, j) of s, sharing its memory.
+func (s Slice[T]) Sub(i, j int) (Slice[T], error) {
+	if i < 0 || j < i || j > s.n {
+		return Slice[T]{}, &ArgError{Op: "Sub", Arg: "range", Reason: fmt.Sprintf("[%d:%d] of a slice of %d", i, j, s.n)}
+	}
+	return Slice[T]{a: s.a, off: s.off + i, n: j - i}, nil
+}
+
+// Free releases memory made by Alloc (cuMemFree). Freeing twice returns an
+// error wrapping ErrClosed; freeing a Sub or a Wrap is an error and frees
+// nothing.
+func (s Slice[T]) Free() error {
+	if s.a == nil {
+		return nil
+	}
+	if !s.a.owned {
+		return &ArgError{Op: "Free", Arg: "slice", Reason: "memory not made by Alloc (Wrap): its owner frees it"}
+	}
+	if s.off != 0 || uint64(s.n)*uint64(DTypeOf[T]().Size()) != s.a.bytes {
+		return &ArgError{Op: "Free", Arg: "slice", Reason: "a part made by Sub: free the whole allocation"}
+	}
+	if s.a.freed.Swap(true) {
+		return closedError("Free", "memory already freed")
+	}
+	ctx, err := s.a.dev.context("Free")
+	if err != nil {
+		return err
+	}
+	return check("Free", "cuMemFree_v2", capi.CuMemFree(ctx, s.a.ptr))
+}
+
+// use returns the context and address for an operation on s.
+func (s Slice[T]) use(op string) (uintptr, uintptr, error) {
+	if err := s.Err(); err != nil {
+		return 0, 0, fmt.Errorf("cuda: %s: %w", op, err)
+	}
+	ctx, err := s.a.dev.context(op)
+	return ctx, s.Ptr(), err
+}
+
+func lengthError(op string, want, got int) error {
+	return &ArgError{Op: op, Arg: "length", Reason: fmt.Sprintf("device slice has %d elements, the other side %d", want, got)}
+}
+
+func hostPtr[T Elem](h []T) unsafe.Pointer {
+	if len(h) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&h[0])
+}
+
+// streamFor checks that st may carry work for dev.
+func streamFor(op string, st Stream, dev Device) (uintptr, error) {
+	h, sdev, err := st.Resolve()
+	if err != nil {
+		return 0, err
+	}
+	if sdev >= 0 && Device(sdev) != dev {
+		return 0, &ArgError{Op: op, Arg: "stream", Reason: fmt.Sprintf("stream of %s, memory on %s", Device(sdev), dev)}
+	}
+	return h, nil
+}
+
+// CopyFromHost copies src to the device; len(src) must equal s.Len().
+func (s Slice[T]) CopyFromHost(src []T) error {
+	ctx, p, err := s.use("CopyFromHost")
+	if err != nil {
+		return err
+	}
+	if len(src) != s.n {
+		return lengthError("CopyFromHost", s.n, len(src))
+	}
+	return check("CopyFromHost", "cuMemcpyHtoD_v2", capi.CuMemcpyHtoD(ctx, p, hostPtr(src), s.Bytes()))
+}
+
+// CopyToHost copies the device memory to dst; len(dst) must equal s.Len().
+func (s Slice[T]) CopyToHost(dst []T) error {
+	ctx, p, err := s.use("CopyToHost")
+	if err != nil {
+		return err
+	}
+	if len(dst) != s.n {
+		return lengthError("CopyToHost", s.n, len(dst))
+	}
+	return check("CopyToHost", "cuMemcpyDtoH_v2", capi.CuMemcpyDtoH(ctx, hostPtr(dst), p, s.Bytes()))
+}
+
+// ToHost copies the device memory into a new slice.
+func (s Slice[T]) ToHost() ([]T, error) {
+	h := make([]T, s.n)
+	return h, s.CopyToHost(h)
+}
+
+// CopyFrom copies src, device to device (across devices too); the lengths
+// must match.
+func (s Slice[T]) CopyFrom(src Slice[T]) error {
+	ctx, p, err := s.use("CopyFrom")
+	if err != nil {
+		return err
+	}
+	_, q, err := src.use("CopyFrom")
+	if err != nil {
+		return err
+	}
+	if src.n != s.n {
+		return lengthError("CopyFrom", s.n, src.n)
+	}
+	return check("CopyFrom", "cuMemcpyDtoD_v2", capi.CuMemcpyDtoD(ctx, p, q, s.Bytes()))
+}
+
+// CopyFromHostAsync queues a copy of src to the device on st. src is Go
+// (pageable) memory, which the driver has read by the time this returns.
+func (s Slice[T]) CopyFromHostAsync(src []T, st Stream) error {
+	ctx, p, err := s.use("CopyFromHostAsync")
+	if err != nil {
+		return err
+	}
+	if len(src) != s.n {
+		return lengthError("CopyFromHostAsync", s.n, len(src))
+	}
+	h, err := streamFor("CopyFromHostAsync", st, s.a.dev)
+	if err != nil {
+		return err
+	}
+	return check("CopyFromHostAsync", "cuMemcpyHtoDAsync_v2", capi.CuMemcpyHtoDAsync(ctx, p, hostPtr(src), s.Bytes(), h))
+}
+
+// CopyToHostAsync copies the device memory to dst in the order of st. dst is
+// Go (pageable) memory, so the driver returns only once the copy is done.
+func (s Slice[T]) CopyToHostAsync(dst []T, st Stream) error {
+	ctx, p, err := s.use("CopyToHostAsync")
+	if err != nil {
+		return err
+	}
+	if len(dst) != s.n {
+		return lengthError("CopyToHostAsync", s.n, len(dst))
+	}
+	h, err := streamFor("CopyToHostAsync", st, s.a.dev)
+	if err != nil {
+		return err
+	}
+	return check("CopyToHostAsync", "cuMemcpyDtoHAsync_v2", capi.CuMemcpyDtoHAsync(ctx, hostPtr(dst), p, s.Bytes(), h))
+}
+
+// CopyFromAsync queues a device-to-device copy of src on st.
+func (s Slice[T]) CopyFromAsync(src Slice[T], st Stream) error {
+	ctx, p, err := s.use("CopyFromAsync")
+	if err != nil {
+		return err
+	}
+	_, q, err := src.use("CopyFromAsync")
+	if err != nil {
+		return err
+	}
+	if src.n != s.n {
+		return lengthError("CopyFromAsync", s.n, src.n)
+	}
+	h, err := streamFor("CopyFromAsync", st, s.a.dev)
+	if err != nil {
+		return err
+	}
+	return check("CopyFromAsync", "cuMemcpyDtoDAsync_v2", capi.CuMemcpyDtoDAsync(ctx, p, q, s.Bytes(), h))
+}
+
+// Memset sets every byte of the memory to b.
+func (s Slice[T]) Memset(b byte) error {
+	ctx, p, err := s.use("Memset")
+	if err != nil {
+		return err
+	}
+	return check("Memset", "cuMemsetD8_v2", capi.CuMemsetD8(ctx, p, b, s.Bytes()))
+}
+
+// MemsetAsync queues setting every byte of the memory to b on st.
+func (s Slice[T]) MemsetAsync(b byte, st Stream) error {
+	ctx, p, err := s.use("MemsetAsync")
+	if err != nil {
+		return err
+	}
+	h, err := streamFor("MemsetAsync", st, s.a.dev)
+	if err != nil {
+		return err
+	}
+	return check("MemsetAsync", "cuMemsetD8Async", capi.CuMemsetD8Async(ctx, p, b, s.Bytes(), h))
+}
+
+// PointerDevice is the device that holds the device address p
+// (cuPointerGetAttribute), for memory made by other libraries.
+func PointerDevice(p uintptr) (Device, error) {
+	if err := ensure(); err != nil {
+		return 0, err
+	}
+	const attrDeviceOrdinal = 9 // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+	d, r := capi.CuPointerGetAttributeInt(attrDeviceOrdinal, p)
+	return Device(d), check("PointerDevice", "cuPointerGetAttribute", r)
+}

@@ -1,0 +1,178 @@
+package nccl
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// Result is an NCCL result code (ncclResult_t).
+type Result int32
+
+// NCCL result codes.
+const (
+	Success            Result = 0 // ncclSuccess
+	UnhandledCUDAError Result = 1 // ncclUnhandledCudaError
+	SystemError        Result = 2 // ncclSystemError
+	InternalError      Result = 3 // ncclInternalError
+	InvalidArgument    Result = 4 // ncclInvalidArgument
+	InvalidUsage       Result = 5 // ncclInvalidUsage
+	RemoteError        Result = 6 // ncclRemoteError, NCCL 2.13.4
+	InProgress         Result = 7 // ncclInProgress, NCCL 2.14.3
+	Timeout            Result = 8 // ncclTimeout, NCCL 2.30.3
+)
+
+var resultText = [...]struct{ c, text string }{
+	{"ncclSuccess", "success"},
+	{"ncclUnhandledCudaError", "unhandled CUDA error"},
+	{"ncclSystemError", "system error"},
+	{"ncclInternalError", "internal error"},
+	{"ncclInvalidArgument", "invalid argument"},
+	{"ncclInvalidUsage", "invalid usage"},
+	{"ncclRemoteError", "remote error"},
+	{"ncclInProgress", "operation in progress"},
+	{"ncclTimeout", "timeout"},
+}
+
+// String is the C name, e.g. "ncclInvalidUsage".
+func (r Result) String() string {
+	if r >= 0 && int(r) < len(resultText) {
+		return resultText[r].c
+	}
+	return fmt.Sprintf("ncclResult(%d)", int32(r))
+}
+
+// Text is a short description, e.g. "invalid usage".
+func (r Result) Text() string {
+	if r >= 0 && int(r) < len(resultText) {
+		return resultText[r].text
+	}
+	return fmt.Sprintf("unknown result code %d", int32(r))
+}
+
+// Sentinel errors, for errors.Is. An *Error matches the sentinel of its
+// code; the binding's own errors match ErrInvalidArgument (checks before
+// NCCL), ErrNotInitialized, ErrClosed, ErrUnsupported and ErrLibraryNotFound.
+var (
+	ErrUnhandledCUDA   = errors.New("nccl: unhandled CUDA error")
+	ErrSystem          = errors.New("nccl: system error")
+	ErrInternal        = errors.New("nccl: internal error")
+	ErrInvalidArgument = errors.New("nccl: invalid argument")
+	ErrInvalidUsage    = errors.New("nccl: invalid usage")
+	ErrRemote          = errors.New("nccl: remote error")
+	ErrInProgress      = errors.New("nccl: operation in progress")
+	ErrTimeout         = errors.New("nccl: timeout")
+
+	// ErrNotInitialized: the communicator is null (never initialized) or was
+	// destroyed or aborted.
+	ErrNotInitialized = errors.New("communicator not initialized")
+	// ErrClosed: the communicator or resource was already destroyed, aborted
+	// or closed.
+	ErrClosed = errors.New("nccl: already closed")
+	// ErrUnsupported: the loaded NCCL lacks the function or feature. It
+	// wraps errors.ErrUnsupported.
+	ErrUnsupported = fmt.Errorf("nccl: unsupported by the loaded NCCL: %w", errors.ErrUnsupported)
+	// ErrLibraryNotFound: no NCCL library could be loaded.
+	ErrLibraryNotFound = errors.New("nccl: library not found")
+)
+
+var codeSentinel = map[Result]error{
+	UnhandledCUDAError: ErrUnhandledCUDA, SystemError: ErrSystem, InternalError: ErrInternal,
+	InvalidArgument: ErrInvalidArgument, InvalidUsage: ErrInvalidUsage, RemoteError: ErrRemote,
+	InProgress: ErrInProgress, Timeout: ErrTimeout,
+}
+
+// Error is a failed NCCL call.
+type Error struct {
+	Op     string // the binding's operation, e.g. "AllReduce"
+	Code   Result // what NCCL returned
+	Detail string // ncclGetLastError at the time of the failure, if any
+}
+
+// Error reads "nccl: AllReduce: invalid usage: <detail>".
+func (e *Error) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("nccl: %s: %s: %s", e.Op, e.Code.Text(), e.Detail)
+	}
+	return fmt.Sprintf("nccl: %s: %s", e.Op, e.Code.Text())
+}
+
+// Is maps Code to the sentinel errors.
+func (e *Error) Is(target error) bool {
+	s, ok := codeSentinel[e.Code]
+	return ok && s == target
+}
+
+// UnsupportedError is a call the loaded NCCL cannot make: the function is
+// missing, or a struct field or feature is newer than the library.
+type UnsupportedError struct {
+	Func   string  // the C function or feature, e.g. "ncclCommShrink"
+	Since  Release // the first NCCL release that has it
+	Loaded Release // the loaded NCCL
+}
+
+// Error reads "nccl: ncclCommShrink: requires NCCL 2.27.3, loaded 2.26.2".
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("nccl: %s: requires NCCL %s, loaded %s", e.Func, e.Since, e.Loaded)
+}
+
+// Is matches ErrUnsupported and errors.ErrUnsupported.
+func (e *UnsupportedError) Is(target error) bool {
+	return target == ErrUnsupported || target == errors.ErrUnsupported
+}
+
+// ArgError is an argument the binding rejects before calling NCCL.
+type ArgError struct {
+	Op     string // e.g. "AllReduce"
+	Arg    string // e.g. "recv"
+	Reason string // e.g. "10 elements, need 12"
+	Err    error  // the underlying error, if any (for example from package cuda)
+}
+
+// Unwrap returns the underlying error.
+func (e *ArgError) Unwrap() error { return e.Err }
+
+// Error reads "nccl: AllReduce: recv: 10 elements, need 12".
+func (e *ArgError) Error() string { return fmt.Sprintf("nccl: %s: %s: %s", e.Op, e.Arg, e.Reason) }
+
+// Is matches ErrInvalidArgument.
+func (e *ArgError) Is(target error) bool { return target == ErrInvalidArgument }
+
+func argErr(op, arg, format string, a ...any) error {
+	return &ArgError{Op: op, Arg: arg, Reason: fmt.Sprintf(format, a...)}
+}
+
+// StateError is an operation on a communicator that is not initialized:
+// null from the start, or destroyed or aborted.
+type StateError struct {
+	Op    string // what was attempted, e.g. "get nranks"
+	State string // "not initialized", "destroyed" or "aborted"
+}
+
+// Error reads "nccl: cannot get nranks: communicator not initialized".
+func (e *StateError) Error() string {
+	if e.State == "" || e.State == "not initialized" {
+		return fmt.Sprintf("nccl: cannot %s: communicator not initialized", e.Op)
+	}
+	return fmt.Sprintf("nccl: cannot %s: communicator not initialized (%s)", e.Op, e.State)
+}
+
+// Is matches ErrNotInitialized, and ErrClosed once destroyed or aborted.
+func (e *StateError) Is(target error) bool {
+	return target == ErrNotInitialized || (target == ErrClosed && e.State != "" && e.State != "not initialized")
+}
+
+// statusErr turns a shim status into an error; fn is the C function, for
+// the missing-symbol case.
+func statusErr(op, fn string, st capi.Status) error {
+	switch st.Code {
+	case 0:
+		return nil
+	case capi.Missing:
+		return unsupported(fn)
+	case capi.NotLoaded:
+		return fmt.Errorf("nccl: %s: %w", op, ErrLibraryNotFound)
+	}
+	return &Error{Op: op, Code: Result(st.Code), Detail: st.Detail}
+}

@@ -1,0 +1,696 @@
+//go:build linux && cgo
+
+// Package capi is the only cgo of nccl4go: a small C shim that opens
+// libnccl.so.2 and libcuda.so.1 at run time, resolves every symbol once and
+// exposes one C function per library call. Nothing here is loaded at import.
+//
+// Handles and device addresses cross as uintptr; C memory that NCCL writes
+// later (after a group ends, or in the background for a non-blocking
+// communicator) is a Cell, allocated in C.
+package capi
+
+/*
+#cgo CFLAGS: -std=gnu11 -O2 -Wall
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// The shim's codes and sizes, checked against the C declarations: each
+// line fails to compile if the two disagree.
+var (
+	_ = [1]struct{}{}[Missing-C.CAPI_MISSING]
+	_ = [1]struct{}{}[NotLoaded-C.CAPI_NOT_LOADED]
+	_ = [1]struct{}{}[Pending-C.CAPI_PENDING]
+	_ = [1]struct{}{}[DevCommSize-C.sizeof_capi_devcomm]
+)
+
+func status(s C.capi_status) Status {
+	st := Status{Code: int32(s.code)}
+	if s.detail != nil {
+		st.Detail = C.GoString(s.detail)
+		C.free(unsafe.Pointer(s.detail))
+	}
+	return st
+}
+
+// NCCLSymbols lists every NCCL function the shim binds.
+func NCCLSymbols() []Sym {
+	n := int(C.capi_nccl_sym_count())
+	syms := make([]Sym, n)
+	for i := range syms {
+		syms[i] = Sym{
+			Name:    C.GoString(C.capi_nccl_sym_name(C.int(i))),
+			Since:   int(C.capi_nccl_sym_since(C.int(i))),
+			Present: C.capi_nccl_sym_present(C.int(i)) != 0,
+		}
+	}
+	return syms
+}
+
+// LoadNCCL opens the library at path and resolves every symbol.
+func LoadNCCL(path string) (errmsg string, ok bool) {
+	return load(path, func(p *C.char, e *C.char, n C.size_t) C.int { return C.capi_nccl_load(p, e, n) })
+}
+
+// LoadCUDA opens the CUDA driver library at path and resolves every symbol.
+func LoadCUDA(path string) (errmsg string, ok bool) {
+	return load(path, func(p *C.char, e *C.char, n C.size_t) C.int { return C.capi_cuda_load(p, e, n) })
+}
+
+func load(path string, f func(*C.char, *C.char, C.size_t) C.int) (string, bool) {
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var buf [1024]C.char
+	if f(cpath, &buf[0], C.size_t(len(buf))) != 0 {
+		return C.GoString(&buf[0]), false
+	}
+	return "", true
+}
+
+// NCCLPath is the file the loaded NCCL came from, or "".
+func NCCLPath() string { return goString(C.capi_nccl_path()) }
+
+// CUDAPath is the file the loaded CUDA driver came from, or "".
+func CUDAPath() string { return goString(C.capi_cuda_path()) }
+
+// UnloadNCCL closes NCCL so that another library can be loaded. Tests only.
+func UnloadNCCL() { C.capi_nccl_unload() }
+
+// UnloadCUDA closes the CUDA driver. Tests only.
+func UnloadCUDA() { C.capi_cuda_unload() }
+
+func goString(p *C.char) string {
+	if p == nil {
+		return ""
+	}
+	return C.GoString(p)
+}
+
+// Cell is 8 bytes of C memory for an output NCCL may write after the call
+// returns (a communicator, a window, a handle).
+type Cell struct{ p *C.uintptr_t }
+
+// NewCell allocates a zeroed cell.
+func NewCell() Cell { return Cell{(*C.uintptr_t)(C.calloc(1, 8))} }
+
+// Load reads the cell atomically (NCCL may write it from another thread).
+func (c Cell) Load() uintptr { return atomic.LoadUintptr((*uintptr)(unsafe.Pointer(c.p))) }
+
+// Store writes the cell.
+func (c Cell) Store(v uintptr) { atomic.StoreUintptr((*uintptr)(unsafe.Pointer(c.p)), v) }
+
+// Free releases the cell. Free on a zero Cell does nothing.
+func (c Cell) Free() {
+	if c.p != nil {
+		C.free(unsafe.Pointer(c.p))
+	}
+}
+
+func (c Cell) c() *C.uintptr_t { return c.p }
+
+// ---------------------------------------------------------------------------
+// NCCL: library, versions, errors.
+
+func GetVersion() (int, Status) {
+	var v C.int
+	st := status(C.capi_ncclGetVersion(&v))
+	return int(v), st
+}
+
+func GetUniqueID(id *[128]byte) Status {
+	return status(C.capi_ncclGetUniqueId((*C.capi_unique_id)(unsafe.Pointer(id))))
+}
+
+// GetErrorString is ncclGetErrorString, or "" when NCCL is not loaded.
+func GetErrorString(code int32) string { return goString(C.capi_ncclGetErrorString(C.int(code))) }
+
+// GetLastError is ncclGetLastError (a process-wide buffer), or "".
+func GetLastError() string {
+	p := C.capi_ncclGetLastError()
+	if p == nil {
+		return ""
+	}
+	defer C.free(unsafe.Pointer(p))
+	return C.GoString(p)
+}
+
+// ---------------------------------------------------------------------------
+// NCCL: communicator creation. ctx is the CUDA context made current for the
+// call (NCCL binds the new rank to the current device).
+
+func CommInitRank(ctx uintptr, out Cell, nranks int, id *[128]byte, rank int) Status {
+	return status(C.capi_ncclCommInitRank(C.uintptr_t(ctx), out.c(), C.int(nranks),
+		(*C.capi_unique_id)(unsafe.Pointer(id)), C.int(rank)))
+}
+
+func CommInitRankConfig(ctx uintptr, out Cell, nranks int, id *[128]byte, rank int, cfg *Config) Status {
+	return status(C.capi_ncclCommInitRankConfig(C.uintptr_t(ctx), out.c(), C.int(nranks),
+		(*C.capi_unique_id)(unsafe.Pointer(id)), C.int(rank), cfg.c()))
+}
+
+func CommInitRankScalable(ctx uintptr, out Cell, nranks, rank int, ids [][128]byte, cfg *Config) Status {
+	var p *C.capi_unique_id
+	if len(ids) > 0 {
+		p = (*C.capi_unique_id)(unsafe.Pointer(&ids[0]))
+	}
+	return status(C.capi_ncclCommInitRankScalable(C.uintptr_t(ctx), out.c(), C.int(nranks), C.int(rank),
+		C.int(len(ids)), p, cfg.c()))
+}
+
+// CommInitAll creates len(devs) communicators; comms must have that length.
+func CommInitAll(comms []uintptr, devs []int32) Status {
+	if len(comms) == 0 || len(comms) != len(devs) {
+		return Status{Code: 4, Detail: "capi: CommInitAll needs one communicator slot per device"}
+	}
+	return status(C.capi_ncclCommInitAll((*C.uintptr_t)(unsafe.Pointer(&comms[0])), C.int(len(devs)),
+		(*C.int)(unsafe.Pointer(&devs[0]))))
+}
+
+func CommSplit(comm uintptr, color, key int, out Cell, cfg *Config) Status {
+	return status(C.capi_ncclCommSplit(C.uintptr_t(comm), C.int(color), C.int(key), out.c(), cfg.c()))
+}
+
+// CommShrink sorts exclude in place (NCCL does): pass a copy.
+func CommShrink(comm uintptr, exclude []int32, out Cell, cfg *Config, flags int) Status {
+	var p *C.int
+	if len(exclude) > 0 {
+		p = (*C.int)(unsafe.Pointer(&exclude[0]))
+	}
+	return status(C.capi_ncclCommShrink(C.uintptr_t(comm), p, C.int(len(exclude)), out.c(), cfg.c(), C.int(flags)))
+}
+
+func CommGetUniqueID(comm uintptr, id *[128]byte) Status {
+	return status(C.capi_ncclCommGetUniqueId(C.uintptr_t(comm), (*C.capi_unique_id)(unsafe.Pointer(id))))
+}
+
+// CommGrow: comm is 0 on a joining rank, which binds to ctx's device; id may
+// be nil on existing ranks other than the coordinator.
+func CommGrow(ctx, comm uintptr, nranks int, id *[128]byte, rank int, out Cell, cfg *Config) Status {
+	return status(C.capi_ncclCommGrow(C.uintptr_t(ctx), C.uintptr_t(comm), C.int(nranks),
+		(*C.capi_unique_id)(unsafe.Pointer(id)), C.int(rank), out.c(), cfg.c()))
+}
+
+// ---------------------------------------------------------------------------
+// NCCL: teardown, state, queries.
+
+func CommFinalize(comm uintptr) Status { return status(C.capi_ncclCommFinalize(C.uintptr_t(comm))) }
+func CommDestroy(comm uintptr) Status  { return status(C.capi_ncclCommDestroy(C.uintptr_t(comm))) }
+func CommAbort(comm uintptr) Status    { return status(C.capi_ncclCommAbort(C.uintptr_t(comm))) }
+func CommResume(comm uintptr) Status   { return status(C.capi_ncclCommResume(C.uintptr_t(comm))) }
+
+func CommRevoke(comm uintptr, flags int) Status {
+	return status(C.capi_ncclCommRevoke(C.uintptr_t(comm), C.int(flags)))
+}
+
+func CommSuspend(comm uintptr, flags int) Status {
+	return status(C.capi_ncclCommSuspend(C.uintptr_t(comm), C.int(flags)))
+}
+
+func CommGetAsyncError(comm uintptr) (int32, Status) {
+	var v C.int
+	st := status(C.capi_ncclCommGetAsyncError(C.uintptr_t(comm), &v))
+	return int32(v), st
+}
+
+func CommCount(comm uintptr) (int, Status) {
+	var v C.int
+	st := status(C.capi_ncclCommCount(C.uintptr_t(comm), &v))
+	return int(v), st
+}
+
+func CommCuDevice(comm uintptr) (int, Status) {
+	var v C.int
+	st := status(C.capi_ncclCommCuDevice(C.uintptr_t(comm), &v))
+	return int(v), st
+}
+
+func CommUserRank(comm uintptr) (int, Status) {
+	var v C.int
+	st := status(C.capi_ncclCommUserRank(C.uintptr_t(comm), &v))
+	return int(v), st
+}
+
+func CommMemStats(comm uintptr, stat int) (uint64, Status) {
+	var v C.uint64_t
+	st := status(C.capi_ncclCommMemStats(C.uintptr_t(comm), C.int(stat), &v))
+	return uint64(v), st
+}
+
+// ---------------------------------------------------------------------------
+// NCCL: memory, registration, windows, reduction operators.
+
+func MemAlloc(ctx uintptr, size uint64) (uintptr, Status) {
+	var p C.uintptr_t
+	st := status(C.capi_ncclMemAlloc(C.uintptr_t(ctx), &p, C.size_t(size)))
+	return uintptr(p), st
+}
+
+func MemFree(ptr uintptr) Status { return status(C.capi_ncclMemFree(C.uintptr_t(ptr))) }
+
+func CommRegister(comm, buf uintptr, size uint64) (uintptr, Status) {
+	var h C.uintptr_t
+	st := status(C.capi_ncclCommRegister(C.uintptr_t(comm), C.uintptr_t(buf), C.size_t(size), &h))
+	return uintptr(h), st
+}
+
+func CommDeregister(comm, handle uintptr) Status {
+	return status(C.capi_ncclCommDeregister(C.uintptr_t(comm), C.uintptr_t(handle)))
+}
+
+// CommWindowRegister writes the window into out, possibly later (at group end
+// or in the background): out must stay allocated until then.
+func CommWindowRegister(comm, buf uintptr, size uint64, out Cell, flags int) Status {
+	return status(C.capi_ncclCommWindowRegister(C.uintptr_t(comm), C.uintptr_t(buf), C.size_t(size), out.c(), C.int(flags)))
+}
+
+func CommWindowDeregister(comm, win uintptr) Status {
+	return status(C.capi_ncclCommWindowDeregister(C.uintptr_t(comm), C.uintptr_t(win)))
+}
+
+func WinGetUserPtr(comm, win uintptr) (uintptr, Status) {
+	var p C.uintptr_t
+	st := status(C.capi_ncclWinGetUserPtr(C.uintptr_t(comm), C.uintptr_t(win), &p))
+	return uintptr(p), st
+}
+
+func GetLsaMultimemDevicePointer(win uintptr, offset uint64) (uintptr, Status) {
+	var p C.uintptr_t
+	st := status(C.capi_ncclGetLsaMultimemDevicePointer(C.uintptr_t(win), C.size_t(offset), &p))
+	return uintptr(p), st
+}
+
+func GetLsaDevicePointer(win uintptr, offset uint64, lsaRank int) (uintptr, Status) {
+	var p C.uintptr_t
+	st := status(C.capi_ncclGetLsaDevicePointer(C.uintptr_t(win), C.size_t(offset), C.int(lsaRank), &p))
+	return uintptr(p), st
+}
+
+func GetPeerDevicePointer(win uintptr, offset uint64, peer int) (uintptr, Status) {
+	var p C.uintptr_t
+	st := status(C.capi_ncclGetPeerDevicePointer(C.uintptr_t(win), C.size_t(offset), C.int(peer), &p))
+	return uintptr(p), st
+}
+
+// RedOpCreatePreMulSum: scalar is a device address (residence 0) or the
+// address of host memory NCCL reads during the call (residence 1).
+func RedOpCreatePreMulSum(scalar uintptr, datatype, residence int32, comm uintptr) (int32, Status) {
+	var op C.int
+	st := status(C.capi_ncclRedOpCreatePreMulSum(&op, C.uintptr_t(scalar), C.int(datatype), C.int(residence), C.uintptr_t(comm)))
+	return int32(op), st
+}
+
+// RedOpCreatePreMulSumHost passes a host scalar of up to 8 bytes; NCCL copies
+// it during the call.
+func RedOpCreatePreMulSumHost(scalar uint64, datatype int32, comm uintptr) (int32, Status) {
+	p := (*C.uint64_t)(C.malloc(8))
+	defer C.free(unsafe.Pointer(p))
+	*p = C.uint64_t(scalar)
+	return RedOpCreatePreMulSum(uintptr(unsafe.Pointer(p)), datatype, 1, comm)
+}
+
+func RedOpDestroy(op int32, comm uintptr) Status {
+	return status(C.capi_ncclRedOpDestroy(C.int(op), C.uintptr_t(comm)))
+}
+
+// ---------------------------------------------------------------------------
+// NCCL: collectives and point-to-point. One cgo crossing each.
+
+func AllReduce(send, recv uintptr, count uint64, dt, op int32, comm, stream uintptr) Status {
+	return status(C.capi_ncclAllReduce(C.uintptr_t(send), C.uintptr_t(recv), C.size_t(count), C.int(dt), C.int(op),
+		C.uintptr_t(comm), C.uintptr_t(stream)))
+}
+
+func Broadcast(send, recv uintptr, count uint64, dt int32, root int, comm, stream uintptr) Status {
+	return status(C.capi_ncclBroadcast(C.uintptr_t(send), C.uintptr_t(recv), C.size_t(count), C.int(dt), C.int(root),
+		C.uintptr_t(comm), C.uintptr_t(stream)))
+}
+
+func Reduce(send, recv uintptr, count uint64, dt, op int32, root int, comm, stream uintptr) Status {
+	return status(C.capi_ncclReduce(C.uintptr_t(send), C.uintptr_t(recv), C.size_t(count), C.int(dt), C.int(op),
+		C.int(root), C.uintptr_t(comm), C.uintptr_t(stream)))
+}
+
+func AllGather(send, recv uintptr, sendcount uint64, dt int32, comm, stream uintptr) Status {
+	return status(C.capi_ncclAllGather(C.uintptr_t(send), C.uintptr_t(recv), C.size_t(sendcount), C.int(dt),
+		C.uintptr_t(comm), C.uintptr_t(stream)))
+}
+
+func ReduceScatter(send, recv uintptr, recvcount uint64, dt, op int32, comm, stream uintptr) Status {
+	return status(C.capi_ncclReduceScatter(C.uintptr_t(send), C.uintptr_t(recv), C.size_t(recvcount), C.int(dt),
+		C.int(op), C.uintptr_t(comm), C.uintptr_t(stream)))
+}
+
+func AlltoAll(send, recv uintptr, count uint64, dt int32, comm, stream uintptr) Status {
+	return status(C.capi_ncclAlltoAll(C.uintptr_t(send), C.uintptr_t(recv), C.size_t(count), C.int(dt),
+		C.uintptr_t(comm), C.uintptr_t(stream)))
+}
+
+func Gather(send, recv uintptr, count uint64, dt int32, root int, comm, stream uintptr) Status {
+	return status(C.capi_ncclGather(C.uintptr_t(send), C.uintptr_t(recv), C.size_t(count), C.int(dt), C.int(root),
+		C.uintptr_t(comm), C.uintptr_t(stream)))
+}
+
+func Scatter(send, recv uintptr, count uint64, dt int32, root int, comm, stream uintptr) Status {
+	return status(C.capi_ncclScatter(C.uintptr_t(send), C.uintptr_t(recv), C.size_t(count), C.int(dt), C.int(root),
+		C.uintptr_t(comm), C.uintptr_t(stream)))
+}
+
+func Send(buf uintptr, count uint64, dt int32, peer int, comm, stream uintptr) Status {
+	return status(C.capi_ncclSend(C.uintptr_t(buf), C.size_t(count), C.int(dt), C.int(peer), C.uintptr_t(comm),
+		C.uintptr_t(stream)))
+}
+
+func Recv(buf uintptr, count uint64, dt int32, peer int, comm, stream uintptr) Status {
+	return status(C.capi_ncclRecv(C.uintptr_t(buf), C.size_t(count), C.int(dt), C.int(peer), C.uintptr_t(comm),
+		C.uintptr_t(stream)))
+}
+
+func PutSignal(local uintptr, count uint64, dt int32, peer int, peerWin uintptr, peerWinOffset uint64,
+	sigIdx, ctx int, flags uint32, comm, stream uintptr) Status {
+	return status(C.capi_ncclPutSignal(C.uintptr_t(local), C.size_t(count), C.int(dt), C.int(peer),
+		C.uintptr_t(peerWin), C.size_t(peerWinOffset), C.int(sigIdx), C.int(ctx), C.uint(flags),
+		C.uintptr_t(comm), C.uintptr_t(stream)))
+}
+
+func Signal(peer, sigIdx, ctx int, flags uint32, comm, stream uintptr) Status {
+	return status(C.capi_ncclSignal(C.int(peer), C.int(sigIdx), C.int(ctx), C.uint(flags), C.uintptr_t(comm),
+		C.uintptr_t(stream)))
+}
+
+func WaitSignal(descs []WaitSignalDesc, comm, stream uintptr) Status {
+	var p *C.capi_wait_signal_desc
+	if len(descs) > 0 {
+		p = (*C.capi_wait_signal_desc)(unsafe.Pointer(&descs[0]))
+	}
+	return status(C.capi_ncclWaitSignal(C.int(len(descs)), p, C.uintptr_t(comm), C.uintptr_t(stream)))
+}
+
+// BenchAllReduceLoop runs iters in-place all-reduces from a C loop: the
+// reference the Go call path is measured against.
+func BenchAllReduceLoop(buf uintptr, count uint64, dt int32, comm, stream uintptr, iters int) Status {
+	return status(C.capi_bench_allreduce_loop(C.uintptr_t(buf), C.size_t(count), C.int(dt), C.uintptr_t(comm),
+		C.uintptr_t(stream), C.long(iters)))
+}
+
+// ---------------------------------------------------------------------------
+// NCCL: groups.
+
+func GroupStart() Status { return status(C.capi_ncclGroupStart()) }
+func GroupEnd() Status   { return status(C.capi_ncclGroupEnd()) }
+
+// GroupSimulateEnd returns ncclSimInfo_t.estimatedTime.
+func GroupSimulateEnd(version uint32) (float32, Status) {
+	info := C.capi_sim_info{
+		size:          C.size_t(unsafe.Sizeof(C.capi_sim_info{})),
+		magic:         SimInfoMagic,
+		version:       C.uint(version),
+		estimatedTime: -1,
+	}
+	st := status(C.capi_ncclGroupSimulateEnd(&info))
+	return float32(info.estimatedTime), st
+}
+
+// ---------------------------------------------------------------------------
+// NCCL: device-API structs.
+
+// QueryProperties calls ncclCommQueryProperties on raw, a versioned
+// ncclCommProperties_t whose header the caller filled (see Props*).
+func QueryProperties(comm uintptr, raw unsafe.Pointer) Status {
+	return status(C.capi_ncclCommQueryProperties(C.uintptr_t(comm), raw))
+}
+
+// DevComm is ncclDevComm_t storage in C memory (NCCL may fill it at group end).
+type DevComm struct{ p *C.capi_devcomm }
+
+// NewDevComm allocates zeroed, 8-aligned storage for a device communicator.
+func NewDevComm() DevComm { return DevComm{(*C.capi_devcomm)(C.calloc(1, C.size_t(DevCommSize)))} }
+
+// Bytes copies the device communicator's bytes.
+func (d DevComm) Bytes() []byte { return C.GoBytes(unsafe.Pointer(d.p), C.int(DevCommSize)) }
+
+// Addr is the host address of the storage (for a kernel argument).
+func (d DevComm) Addr() uintptr { return uintptr(unsafe.Pointer(d.p)) }
+
+// Free releases the storage.
+func (d DevComm) Free() {
+	if d.p != nil {
+		C.free(unsafe.Pointer(d.p))
+	}
+}
+
+// DevCommCreate calls ncclDevCommCreate with reqs, the bytes of a versioned
+// ncclDevCommRequirements_t (copied into C memory for the call).
+func DevCommCreate(comm uintptr, reqs []byte, out DevComm) Status {
+	p := C.CBytes(reqs)
+	defer C.free(p)
+	return status(C.capi_ncclDevCommCreate(C.uintptr_t(comm), p, out.p))
+}
+
+func DevCommDestroy(comm uintptr, dc DevComm) Status {
+	return status(C.capi_ncclDevCommDestroy(C.uintptr_t(comm), dc.p))
+}
+
+// ---------------------------------------------------------------------------
+// CUDA driver. ctx is made current first when nonzero. Results are CUresult,
+// or Missing / NotLoaded.
+
+func CuInit() int32 { return int32(C.capi_cuInit()) }
+
+func CuGetErrorName(code int32) string {
+	var p *C.char
+	if C.capi_cuGetErrorName(C.int(code), &p) != 0 {
+		return ""
+	}
+	return goString(p)
+}
+
+func CuGetErrorString(code int32) string {
+	var p *C.char
+	if C.capi_cuGetErrorString(C.int(code), &p) != 0 {
+		return ""
+	}
+	return goString(p)
+}
+
+func CuDriverGetVersion() (int, int32) {
+	var v C.int
+	r := C.capi_cuDriverGetVersion(0, &v)
+	return int(v), int32(r)
+}
+
+func CuDeviceGetCount() (int, int32) {
+	var v C.int
+	r := C.capi_cuDeviceGetCount(0, &v)
+	return int(v), int32(r)
+}
+
+func CuDeviceGet(ordinal int) (int, int32) {
+	var v C.int
+	r := C.capi_cuDeviceGet(0, &v, C.int(ordinal))
+	return int(v), int32(r)
+}
+
+func CuDeviceGetName(dev int) (string, int32) {
+	var buf [256]C.char
+	r := C.capi_cuDeviceGetName(0, &buf[0], C.int(len(buf)), C.int(dev))
+	if r != 0 {
+		return "", int32(r)
+	}
+	return C.GoString(&buf[0]), 0
+}
+
+func CuDeviceGetAttribute(attr, dev int) (int, int32) {
+	var v C.int
+	r := C.capi_cuDeviceGetAttribute(0, &v, C.int(attr), C.int(dev))
+	return int(v), int32(r)
+}
+
+func CuDeviceTotalMem(dev int) (uint64, int32) {
+	var v C.size_t
+	r := C.capi_cuDeviceTotalMem_v2(0, &v, C.int(dev))
+	return uint64(v), int32(r)
+}
+
+func CuDeviceGetPCIBusID(dev int) (string, int32) {
+	var buf [64]C.char
+	r := C.capi_cuDeviceGetPCIBusId(0, &buf[0], C.int(len(buf)), C.int(dev))
+	if r != 0 {
+		return "", int32(r)
+	}
+	return C.GoString(&buf[0]), 0
+}
+
+func CuDeviceGetUUID(dev int) ([16]byte, int32) {
+	var u [16]byte
+	r := C.capi_cuDeviceGetUuid_v2(0, (*C.uchar)(unsafe.Pointer(&u[0])), C.int(dev))
+	return u, int32(r)
+}
+
+func CuDevicePrimaryCtxRetain(dev int) (uintptr, int32) {
+	var ctx C.uintptr_t
+	r := C.capi_cuDevicePrimaryCtxRetain(0, &ctx, C.int(dev))
+	return uintptr(ctx), int32(r)
+}
+
+func CuDevicePrimaryCtxRelease(dev int) int32 {
+	return int32(C.capi_cuDevicePrimaryCtxRelease_v2(0, C.int(dev)))
+}
+
+func CuCtxGetCurrent() (uintptr, int32) {
+	var ctx C.uintptr_t
+	r := C.capi_cuCtxGetCurrent(0, &ctx)
+	return uintptr(ctx), int32(r)
+}
+
+func CuCtxGetDevice(ctx uintptr) (int, int32) {
+	var v C.int
+	r := C.capi_cuCtxGetDevice(C.uintptr_t(ctx), &v)
+	return int(v), int32(r)
+}
+
+func CuCtxSynchronize(ctx uintptr) int32 { return int32(C.capi_cuCtxSynchronize(C.uintptr_t(ctx))) }
+
+func CuMemGetInfo(ctx uintptr) (free, total uint64, r int32) {
+	var f, t C.size_t
+	r = int32(C.capi_cuMemGetInfo_v2(C.uintptr_t(ctx), &f, &t))
+	return uint64(f), uint64(t), r
+}
+
+func CuStreamCreate(ctx uintptr, flags uint32) (uintptr, int32) {
+	var s C.uintptr_t
+	r := C.capi_cuStreamCreate(C.uintptr_t(ctx), &s, C.uint(flags))
+	return uintptr(s), int32(r)
+}
+
+func CuStreamDestroy(ctx, s uintptr) int32 {
+	return int32(C.capi_cuStreamDestroy_v2(C.uintptr_t(ctx), C.uintptr_t(s)))
+}
+
+func CuStreamSynchronize(ctx, s uintptr) int32 {
+	return int32(C.capi_cuStreamSynchronize(C.uintptr_t(ctx), C.uintptr_t(s)))
+}
+
+func CuStreamQuery(ctx, s uintptr) int32 {
+	return int32(C.capi_cuStreamQuery(C.uintptr_t(ctx), C.uintptr_t(s)))
+}
+
+func CuEventCreate(ctx uintptr, flags uint32) (uintptr, int32) {
+	var e C.uintptr_t
+	r := C.capi_cuEventCreate(C.uintptr_t(ctx), &e, C.uint(flags))
+	return uintptr(e), int32(r)
+}
+
+func CuEventDestroy(ctx, e uintptr) int32 {
+	return int32(C.capi_cuEventDestroy_v2(C.uintptr_t(ctx), C.uintptr_t(e)))
+}
+
+func CuEventRecord(ctx, e, s uintptr) int32 {
+	return int32(C.capi_cuEventRecord(C.uintptr_t(ctx), C.uintptr_t(e), C.uintptr_t(s)))
+}
+
+func CuEventSynchronize(ctx, e uintptr) int32 {
+	return int32(C.capi_cuEventSynchronize(C.uintptr_t(ctx), C.uintptr_t(e)))
+}
+
+func CuEventQuery(ctx, e uintptr) int32 {
+	return int32(C.capi_cuEventQuery(C.uintptr_t(ctx), C.uintptr_t(e)))
+}
+
+func CuEventElapsedTime(ctx, start, end uintptr) (float32, int32) {
+	var ms C.float
+	r := C.capi_cuEventElapsedTime(C.uintptr_t(ctx), &ms, C.uintptr_t(start), C.uintptr_t(end))
+	return float32(ms), int32(r)
+}
+
+func CuMemAlloc(ctx uintptr, bytes uint64) (uintptr, int32) {
+	var p C.uintptr_t
+	r := C.capi_cuMemAlloc_v2(C.uintptr_t(ctx), &p, C.size_t(bytes))
+	return uintptr(p), int32(r)
+}
+
+func CuMemFree(ctx, p uintptr) int32 {
+	return int32(C.capi_cuMemFree_v2(C.uintptr_t(ctx), C.uintptr_t(p)))
+}
+
+func CuMemsetD8(ctx, dst uintptr, value byte, n uint64) int32 {
+	return int32(C.capi_cuMemsetD8_v2(C.uintptr_t(ctx), C.uintptr_t(dst), C.uchar(value), C.size_t(n)))
+}
+
+func CuMemsetD8Async(ctx, dst uintptr, value byte, n uint64, s uintptr) int32 {
+	return int32(C.capi_cuMemsetD8Async(C.uintptr_t(ctx), C.uintptr_t(dst), C.uchar(value), C.size_t(n), C.uintptr_t(s)))
+}
+
+// CuMemcpyHtoD copies n bytes from host memory src. src may be Go memory:
+// the driver has read it by the time the call returns.
+func CuMemcpyHtoD(ctx, dst uintptr, src unsafe.Pointer, n uint64) int32 {
+	return int32(C.capi_cuMemcpyHtoD_v2(C.uintptr_t(ctx), C.uintptr_t(dst), src, C.size_t(n)))
+}
+
+func CuMemcpyDtoH(ctx uintptr, dst unsafe.Pointer, src uintptr, n uint64) int32 {
+	return int32(C.capi_cuMemcpyDtoH_v2(C.uintptr_t(ctx), dst, C.uintptr_t(src), C.size_t(n)))
+}
+
+func CuMemcpyDtoD(ctx, dst, src uintptr, n uint64) int32 {
+	return int32(C.capi_cuMemcpyDtoD_v2(C.uintptr_t(ctx), C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n)))
+}
+
+// CuMemcpyHtoDAsync: from pageable memory (all Go memory is), the driver
+// stages src before it returns, so src need not outlive the call.
+func CuMemcpyHtoDAsync(ctx, dst uintptr, src unsafe.Pointer, n uint64, s uintptr) int32 {
+	return int32(C.capi_cuMemcpyHtoDAsync_v2(C.uintptr_t(ctx), C.uintptr_t(dst), src, C.size_t(n), C.uintptr_t(s)))
+}
+
+// CuMemcpyDtoHAsync: to pageable memory the driver returns only once the
+// copy is complete.
+func CuMemcpyDtoHAsync(ctx uintptr, dst unsafe.Pointer, src uintptr, n uint64, s uintptr) int32 {
+	return int32(C.capi_cuMemcpyDtoHAsync_v2(C.uintptr_t(ctx), dst, C.uintptr_t(src), C.size_t(n), C.uintptr_t(s)))
+}
+
+func CuMemcpyDtoDAsync(ctx, dst, src uintptr, n uint64, s uintptr) int32 {
+	return int32(C.capi_cuMemcpyDtoDAsync_v2(C.uintptr_t(ctx), C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n), C.uintptr_t(s)))
+}
+
+// CuPointerGetAttributeInt reads an int-valued attribute of a device address.
+func CuPointerGetAttributeInt(attr int, p uintptr) (int, int32) {
+	var v C.int
+	r := C.capi_cuPointerGetAttribute(0, unsafe.Pointer(&v), C.int(attr), C.uintptr_t(p))
+	return int(v), int32(r)
+}
+
+// CuPointerGetAttributeUintptr reads a pointer-sized attribute of a device address.
+func CuPointerGetAttributeUintptr(attr int, p uintptr) (uintptr, int32) {
+	var v C.uintptr_t
+	r := C.capi_cuPointerGetAttribute(0, unsafe.Pointer(&v), C.int(attr), C.uintptr_t(p))
+	return uintptr(v), int32(r)
+}
+
+// GroupDepth is the calling thread's group nesting depth as the shim counts it.
+func GroupDepth() int { return int(C.capi_group_depth()) }
+
+// GroupTake returns the communicators the calling thread's outermost group
+// used and clears the list. Call it on the thread that ended the group.
+func GroupTake() []uintptr {
+	var buf [64]C.uintptr_t
+	n := int(C.capi_group_take(&buf[0], C.int(len(buf))))
+	if n <= len(buf) {
+		out := make([]uintptr, n)
+		for i := range out {
+			out[i] = uintptr(buf[i])
+		}
+		return out
+	}
+	big := make([]C.uintptr_t, n)
+	n = int(C.capi_group_take(&big[0], C.int(n)))
+	out := make([]uintptr, n)
+	for i := range out {
+		out[i] = uintptr(big[i])
+	}
+	return out
+}

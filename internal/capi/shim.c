@@ -1,0 +1,481 @@
+// nccl4go C shim: loading, symbol tables and trampolines. See shim.h.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim.h"
+
+// The generic trampolines call through an unprototyped pointer: every
+// argument they pass is already cast to the C type NCCL or CUDA declares
+// (pointer, int, unsigned, size_t), so the System V calling convention passes
+// it exactly as a prototyped call would. The package builds with -std=gnu11,
+// where "()" still means "unspecified parameters".
+typedef int (*capi_any_fn)();
+
+// ---------------------------------------------------------------------------
+// NCCL symbol table.
+
+#define CAPI_NAME_NCCL(name, since, gate, params, args) #name,
+#define CAPI_NAME_NCCL_SPECIAL(name, since) #name,
+static const char *const nccl_names[CAPI_NCCL_SYM_COUNT] = {
+	CAPI_NCCL_FUNCS(CAPI_NAME_NCCL) CAPI_NCCL_SPECIAL_FUNCS(CAPI_NAME_NCCL_SPECIAL)};
+
+#define CAPI_SINCE_NCCL(name, since, gate, params, args) since,
+#define CAPI_SINCE_NCCL_SPECIAL(name, since) since,
+static const int nccl_since[CAPI_NCCL_SYM_COUNT] = {
+	CAPI_NCCL_FUNCS(CAPI_SINCE_NCCL) CAPI_NCCL_SPECIAL_FUNCS(CAPI_SINCE_NCCL_SPECIAL)};
+
+static void *nccl_handle;
+static void *nccl_syms[CAPI_NCCL_SYM_COUNT];
+
+int capi_nccl_sym_count(void) { return CAPI_NCCL_SYM_COUNT; }
+
+const char *capi_nccl_sym_name(int i) { return (i >= 0 && i < CAPI_NCCL_SYM_COUNT) ? nccl_names[i] : NULL; }
+
+int capi_nccl_sym_since(int i) { return (i >= 0 && i < CAPI_NCCL_SYM_COUNT) ? nccl_since[i] : 0; }
+
+int capi_nccl_sym_present(int i) { return (i >= 0 && i < CAPI_NCCL_SYM_COUNT) && nccl_syms[i] != NULL; }
+
+// ---------------------------------------------------------------------------
+// CUDA symbol table.
+
+#define CAPI_ENUM_CUDA(name, params, args) CAPI_CU_##name,
+#define CAPI_ENUM_CUDA_INTERNAL(name) CAPI_CU_##name,
+enum { CAPI_CUDA_FUNCS(CAPI_ENUM_CUDA) CAPI_CUDA_INTERNAL_FUNCS(CAPI_ENUM_CUDA_INTERNAL) CAPI_CUDA_SYM_COUNT };
+
+#define CAPI_NAME_CUDA(name, params, args) #name,
+#define CAPI_NAME_CUDA_INTERNAL(name) #name,
+static const char *const cuda_names[CAPI_CUDA_SYM_COUNT] = {
+	CAPI_CUDA_FUNCS(CAPI_NAME_CUDA) CAPI_CUDA_INTERNAL_FUNCS(CAPI_NAME_CUDA_INTERNAL)};
+
+static void *cuda_handle;
+static void *cuda_syms[CAPI_CUDA_SYM_COUNT];
+
+#define CUDA_FN(name) ((capi_any_fn)cuda_syms[CAPI_CU_##name])
+
+// ---------------------------------------------------------------------------
+// Loading.
+
+static void set_err(char *err, size_t errlen, const char *msg) {
+	if (err && errlen) {
+		snprintf(err, errlen, "%s", msg ? msg : "unknown error");
+	}
+}
+
+static void *open_lib(const char *path, const char *probe, char *err, size_t errlen) {
+	dlerror();
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		set_err(err, errlen, dlerror());
+		return NULL;
+	}
+	if (!dlsym(h, probe)) {
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s: has no %s", path, probe);
+		set_err(err, errlen, msg);
+		dlclose(h);
+		return NULL;
+	}
+	return h;
+}
+
+static const char *lib_path(void *sym) {
+	Dl_info info;
+	if (!sym || !dladdr(sym, &info)) {
+		return NULL;
+	}
+	return info.dli_fname;
+}
+
+int capi_nccl_load(const char *path, char *err, size_t errlen) {
+	if (nccl_handle) {
+		set_err(err, errlen, "NCCL is already loaded");
+		return -1;
+	}
+	void *h = open_lib(path, "ncclGetVersion", err, errlen);
+	if (!h) {
+		return -1;
+	}
+	for (int i = 0; i < CAPI_NCCL_SYM_COUNT; i++) {
+		nccl_syms[i] = dlsym(h, nccl_names[i]);
+	}
+	nccl_handle = h;
+	return 0;
+}
+
+int capi_nccl_loaded(void) { return nccl_handle != NULL; }
+
+const char *capi_nccl_path(void) { return lib_path(nccl_syms[CAPI_SYM_ncclGetVersion]); }
+
+void capi_nccl_unload(void) {
+	if (nccl_handle) {
+		memset(nccl_syms, 0, sizeof nccl_syms);
+		dlclose(nccl_handle);
+		nccl_handle = NULL;
+	}
+}
+
+int capi_cuda_load(const char *path, char *err, size_t errlen) {
+	if (cuda_handle) {
+		set_err(err, errlen, "the CUDA driver is already loaded");
+		return -1;
+	}
+	void *h = open_lib(path, "cuDriverGetVersion", err, errlen);
+	if (!h) {
+		return -1;
+	}
+	for (int i = 0; i < CAPI_CUDA_SYM_COUNT; i++) {
+		cuda_syms[i] = dlsym(h, cuda_names[i]);
+	}
+	cuda_handle = h;
+	return 0;
+}
+
+int capi_cuda_loaded(void) { return cuda_handle != NULL; }
+
+const char *capi_cuda_path(void) { return lib_path(cuda_syms[CAPI_CU_cuDriverGetVersion]); }
+
+void capi_cuda_unload(void) {
+	if (cuda_handle) {
+		memset(cuda_syms, 0, sizeof cuda_syms);
+		dlclose(cuda_handle);
+		cuda_handle = NULL;
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Status helpers.
+
+static capi_status missing_nccl(void) {
+	capi_status s = {nccl_handle ? CAPI_MISSING : CAPI_NOT_LOADED, NULL};
+	return s;
+}
+
+char *capi_ncclGetLastError(void) {
+	typedef const char *(*fn_t)(void *);
+	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclGetLastError];
+	if (!f) {
+		return NULL;
+	}
+	const char *msg = f(NULL);
+	if (!msg || !*msg) {
+		return NULL;
+	}
+	return strdup(msg);
+}
+
+// ncclSuccess (0) and ncclInProgress (7) are not failures: no detail.
+static capi_status nccl_status(int code) {
+	capi_status s = {code, NULL};
+	if (code != 0 && code != 7) {
+		s.detail = capi_ncclGetLastError();
+	}
+	return s;
+}
+
+const char *capi_ncclGetErrorString(int result) {
+	typedef const char *(*fn_t)(int);
+	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclGetErrorString];
+	return f ? f(result) : NULL;
+}
+
+// ---------------------------------------------------------------------------
+// Group membership, per thread (NCCL's groups are per thread too).
+
+static __thread int group_depth;
+static __thread uintptr_t *group_comms;
+static __thread int group_ncomms, group_cap;
+
+static void group_track(uintptr_t comm) {
+	for (int i = 0; i < group_ncomms; i++) {
+		if (group_comms[i] == comm) {
+			return;
+		}
+	}
+	if (group_ncomms == group_cap) {
+		int cap = group_cap ? 2 * group_cap : 16;
+		uintptr_t *p = realloc(group_comms, cap * sizeof *p);
+		if (!p) {
+			return; // the Go side then waits for nothing it cannot name
+		}
+		group_comms = p;
+		group_cap = cap;
+	}
+	group_comms[group_ncomms++] = comm;
+}
+
+int capi_group_depth(void) { return group_depth; }
+
+int capi_group_take(uintptr_t *out, int max) {
+	int n = group_ncomms;
+	for (int i = 0; i < n && i < max; i++) {
+		out[i] = group_comms[i];
+	}
+	if (n <= max) {
+		group_ncomms = 0;
+	}
+	return n;
+}
+
+// group_account follows ncclGroupStart/End: NCCL counts the depth even when
+// ncclGroupEnd fails, so the shim does too.
+static void group_account(int sym, int code) {
+	if (sym == CAPI_SYM_ncclGroupStart && code == 0) {
+		group_depth++;
+	} else if ((sym == CAPI_SYM_ncclGroupEnd || sym == CAPI_SYM_ncclGroupSimulateEnd) && group_depth > 0) {
+		group_depth--;
+	}
+}
+
+// gate_check returns CAPI_PENDING while comm's previous operation is in
+// progress, else 0; inside a group it records comm.
+static int gate_check(uintptr_t comm) {
+	if (!comm) {
+		return 0;
+	}
+	typedef int (*fn_t)(void *, int *);
+	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommGetAsyncError];
+	if (f) {
+		int state = 0;
+		if (f((void *)comm, &state) == 0 && state == 7) {
+			return CAPI_PENDING;
+		}
+	}
+	if (group_depth > 0) {
+		group_track(comm);
+	}
+	return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Generic NCCL trampolines.
+
+#define CAPI_TRAMP_NCCL(name, since, gate, params, args)                        \
+	capi_status capi_##name params {                                        \
+		capi_any_fn f = (capi_any_fn)nccl_syms[CAPI_SYM_##name];        \
+		if (!f) {                                                       \
+			return missing_nccl();                                  \
+		}                                                               \
+		if (gate_check((uintptr_t)(gate))) {                            \
+			capi_status p = {CAPI_PENDING, NULL};                   \
+			return p;                                               \
+		}                                                               \
+		capi_status s = nccl_status(f args);                            \
+		group_account(CAPI_SYM_##name, s.code);                         \
+		return s;                                                       \
+	}
+CAPI_NCCL_FUNCS(CAPI_TRAMP_NCCL)
+#undef CAPI_TRAMP_NCCL
+
+// ---------------------------------------------------------------------------
+// Context handling for the calls that bind to the current device.
+
+// ctx_enter makes ctx current on this thread and returns the previous one in
+// *prev. It returns a CUresult.
+static int ctx_enter(uintptr_t ctx, uintptr_t *prev) {
+	*prev = ctx;
+	if (!ctx) {
+		return 0;
+	}
+	if (!cuda_handle) {
+		return CAPI_NOT_LOADED;
+	}
+	uintptr_t cur = 0;
+	int r = CUDA_FN(cuCtxGetCurrent)((void **)&cur);
+	if (r) {
+		return r;
+	}
+	*prev = cur;
+	if (cur == ctx) {
+		return 0;
+	}
+	return CUDA_FN(cuCtxSetCurrent)((void *)ctx);
+}
+
+static void ctx_leave(uintptr_t ctx, uintptr_t prev) {
+	if (ctx && prev != ctx) {
+		CUDA_FN(cuCtxSetCurrent)((void *)prev);
+	}
+}
+
+// An NCCL-shaped status for a failure to make the context current:
+// ncclUnhandledCudaError with the CUDA error in the detail.
+static capi_status ctx_failure(int curesult) {
+	capi_status s = {1, NULL};
+	char msg[256];
+	const char *name = NULL;
+	if (curesult == CAPI_NOT_LOADED) {
+		snprintf(msg, sizeof msg, "cannot make the device's context current: the CUDA driver is not loaded");
+	} else {
+		if (cuda_syms[CAPI_CU_cuGetErrorName]) {
+			CUDA_FN(cuGetErrorName)(curesult, &name);
+		}
+		snprintf(msg, sizeof msg, "cannot make the device's context current: CUDA error %d (%s)", curesult,
+			 name ? name : "unknown");
+	}
+	s.detail = strdup(msg);
+	return s;
+}
+
+#define CAPI_WITH_CTX(ctx, call)                        \
+	do {                                            \
+		uintptr_t prev_;                        \
+		int cr_ = ctx_enter((ctx), &prev_);     \
+		if (cr_) {                              \
+			return ctx_failure(cr_);        \
+		}                                       \
+		capi_status st_ = nccl_status(call);    \
+		ctx_leave((ctx), prev_);                \
+		return st_;                             \
+	} while (0)
+
+// The creating calls also record the new communicator inside a group (the
+// pointer exists before the group ends; split, shrink and grow write theirs
+// later, and the Go side waits for those itself).
+#define CAPI_WITH_CTX_TRACK(ctx, call, out)                                     \
+	do {                                                                    \
+		uintptr_t prev_;                                                \
+		int cr_ = ctx_enter((ctx), &prev_);                             \
+		if (cr_) {                                                      \
+			return ctx_failure(cr_);                                \
+		}                                                               \
+		capi_status st_ = nccl_status(call);                            \
+		ctx_leave((ctx), prev_);                                        \
+		if (group_depth > 0 && (st_.code == 0 || st_.code == 7) && *(out)) { \
+			group_track(*(out));                                    \
+		}                                                               \
+		return st_;                                                     \
+	} while (0)
+
+capi_status capi_ncclCommInitRank(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank) {
+	typedef int (*fn_t)(void **, int, capi_unique_id, int);
+	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommInitRank];
+	if (!f) {
+		return missing_nccl();
+	}
+	CAPI_WITH_CTX_TRACK(ctx, f((void **)comm, nranks, *id, rank), comm);
+}
+
+capi_status capi_ncclCommInitRankConfig(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank,
+					capi_config_v23007 *config) {
+	typedef int (*fn_t)(void **, int, capi_unique_id, int, capi_config_v23007 *);
+	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommInitRankConfig];
+	if (!f) {
+		return missing_nccl();
+	}
+	CAPI_WITH_CTX_TRACK(ctx, f((void **)comm, nranks, *id, rank, config), comm);
+}
+
+capi_status capi_ncclCommInitRankScalable(uintptr_t ctx, uintptr_t *comm, int nranks, int rank, int nids,
+					  capi_unique_id *ids, capi_config_v23007 *config) {
+	typedef int (*fn_t)(void **, int, int, int, capi_unique_id *, capi_config_v23007 *);
+	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommInitRankScalable];
+	if (!f) {
+		return missing_nccl();
+	}
+	CAPI_WITH_CTX_TRACK(ctx, f((void **)comm, nranks, rank, nids, ids, config), comm);
+}
+
+capi_status capi_ncclCommGrow(uintptr_t ctx, uintptr_t comm, int nranks, const capi_unique_id *id, int rank,
+			      uintptr_t *newcomm, capi_config_v23007 *config) {
+	typedef int (*fn_t)(void *, int, const capi_unique_id *, int, void **, capi_config_v23007 *);
+	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommGrow];
+	if (!f) {
+		return missing_nccl();
+	}
+	if (gate_check(comm)) {
+		capi_status p = {CAPI_PENDING, NULL};
+		return p;
+	}
+	CAPI_WITH_CTX_TRACK(ctx, f((void *)comm, nranks, id, rank, (void **)newcomm, config), newcomm);
+}
+
+capi_status capi_ncclMemAlloc(uintptr_t ctx, uintptr_t *ptr, size_t size) {
+	typedef int (*fn_t)(void **, size_t);
+	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclMemAlloc];
+	if (!f) {
+		return missing_nccl();
+	}
+	CAPI_WITH_CTX(ctx, f((void **)ptr, size));
+}
+
+capi_status capi_bench_allreduce_loop(uintptr_t buf, size_t count, int datatype, uintptr_t comm, uintptr_t stream,
+				      long iters) {
+	typedef int (*fn_t)(const void *, void *, size_t, int, int, void *, void *);
+	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclAllReduce];
+	if (!f) {
+		return missing_nccl();
+	}
+	for (long i = 0; i < iters; i++) {
+		int r = f((const void *)buf, (void *)buf, count, datatype, 0, (void *)comm, (void *)stream);
+		if (r) {
+			return nccl_status(r);
+		}
+	}
+	return nccl_status(0);
+}
+
+// ---------------------------------------------------------------------------
+// CUDA trampolines.
+
+static int set_ctx(uintptr_t ctx) {
+	if (!ctx) {
+		return 0;
+	}
+	uintptr_t cur = 0;
+	int r = CUDA_FN(cuCtxGetCurrent)((void **)&cur);
+	if (r || cur == ctx) {
+		return r;
+	}
+	return CUDA_FN(cuCtxSetCurrent)((void *)ctx);
+}
+
+#define CAPI_TRAMP_CUDA(name, params, args)                           \
+	int capi_##name(uintptr_t capi_ctx_, CAPI_UNPAREN params) {  \
+		capi_any_fn f = CUDA_FN(name);                        \
+		if (!f) {                                             \
+			return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED; \
+		}                                                     \
+		int r = set_ctx(capi_ctx_);                           \
+		if (r) {                                              \
+			return r;                                     \
+		}                                                     \
+		return f args;                                        \
+	}
+CAPI_CUDA_FUNCS(CAPI_TRAMP_CUDA)
+#undef CAPI_TRAMP_CUDA
+
+int capi_cuCtxSynchronize(uintptr_t ctx) {
+	capi_any_fn f = CUDA_FN(cuCtxSynchronize);
+	if (!f) {
+		return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+	}
+	int r = set_ctx(ctx);
+	return r ? r : f();
+}
+
+int capi_cuInit(void) {
+	capi_any_fn f = CUDA_FN(cuInit);
+	if (!f) {
+		return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+	}
+	return f(0u);
+}
+
+int capi_cuGetErrorName(int code, const char **name) {
+	capi_any_fn f = CUDA_FN(cuGetErrorName);
+	if (!f) {
+		return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+	}
+	return f(code, name);
+}
+
+int capi_cuGetErrorString(int code, const char **text) {
+	capi_any_fn f = CUDA_FN(cuGetErrorString);
+	if (!f) {
+		return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+	}
+	return f(code, text);
+}

@@ -1,0 +1,376 @@
+// nccl4go C shim: the only C of the binding.
+//
+// It opens libnccl.so.2 and libcuda.so.1 at run time (dlopen), resolves every
+// symbol once, and exposes one C function per library call. It declares the
+// parts of NCCL's and CUDA's ABI it needs in its own words: no NCCL or CUDA
+// header is needed to build it. The facts come from
+// shared/reference/nccl-abi.md; every versioned struct names the NCCL release
+// whose layout it matches, and layout_test.go pins every offset and size.
+#ifndef NCCL4GO_SHIM_H
+#define NCCL4GO_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// ---------------------------------------------------------------------------
+// Status of a shim call. code is the library's result (ncclResult_t or
+// CUresult), or one of the negative shim codes below. detail is NULL on
+// success; on an NCCL failure it is a malloc'd copy of ncclGetLastError taken
+// inside the same C call (the caller frees it).
+typedef struct {
+	int code;
+	char *detail;
+} capi_status;
+
+enum {
+	CAPI_MISSING = -1,    // the loaded library lacks the symbol
+	CAPI_NOT_LOADED = -2, // no library is loaded
+	CAPI_PENDING = -3,    // the communicator's previous operation is still in progress
+};
+
+// ---------------------------------------------------------------------------
+// NCCL types in our own words.
+
+// ncclUniqueId: 128 opaque bytes, passed by value to the InitRank family.
+typedef struct {
+	char internal[128];
+} capi_unique_id;
+
+// ncclConfig_t as of NCCL 2.30.7: 96 bytes. Older libraries read a prefix
+// (they clamp size to their own sizeof) and reset fields newer than version.
+typedef struct {
+	size_t size;
+	unsigned int magic;
+	unsigned int version;
+	int blocking;              // 2.14
+	int cgaClusterSize;        // 2.17
+	int minCTAs;               // 2.17
+	int maxCTAs;               // 2.17
+	const char *netName;       // 2.17
+	int splitShare;            // 2.18
+	int trafficClass;          // 2.26 (honoured from config version 2.25.0)
+	const char *commName;      // 2.27
+	int collnetEnable;         // 2.27
+	int CTAPolicy;             // 2.27
+	int shrinkShare;           // 2.27
+	int nvlsCTAs;              // 2.27
+	int nChannelsPerNetPeer;   // 2.28
+	int nvlinkCentricSched;    // 2.28
+	int graphUsageMode;        // 2.29
+	int numRmaCtx;             // 2.29
+	int maxP2pPeers;           // 2.30.3
+	int graphStreamOrdering;   // 2.30.7 (honoured from config version 2.30.5)
+} capi_config_v23007;
+
+// ncclCommProperties_t as of NCCL 2.29.2 and 2.29.3: 40 bytes, a 1-byte ginType.
+typedef struct {
+	size_t size;
+	unsigned int magic;
+	unsigned int version;
+	int rank;
+	int nRanks;
+	int cudaDev;
+	int nvmlDev;
+	uint8_t deviceApiSupport;
+	uint8_t multimemSupport;
+	uint8_t ginType;
+} capi_props_v22902;
+
+// ncclCommProperties_t as of NCCL 2.29.7 through 2.30.7: 56 bytes.
+typedef struct {
+	size_t size;
+	unsigned int magic;
+	unsigned int version;
+	int rank;
+	int nRanks;
+	int cudaDev;
+	int nvmlDev;
+	uint8_t deviceApiSupport;
+	uint8_t multimemSupport;
+	int ginType;
+	int nLsaTeams;
+	uint8_t hostRmaSupport;
+	int railedGinType;
+} capi_props_v22907;
+
+// ncclSimInfo_t, 2.22.3 through 2.30.7: 24 bytes.
+typedef struct {
+	size_t size;
+	unsigned int magic;
+	unsigned int version;
+	float estimatedTime;
+} capi_sim_info;
+
+// ncclWaitSignalDesc_t, 2.29.2 and later: 16 bytes.
+typedef struct {
+	int opCnt;
+	int peer;
+	int sigIdx;
+	int ctx;
+} capi_wait_signal_desc;
+
+// ncclDevCommRequirements_t, one struct per layout family. The resource and
+// team requirement lists are pointers the binding leaves NULL.
+
+// NCCL 2.28.3: 24 bytes, no versioned header.
+typedef struct {
+	void *resourceRequirementsList;
+	void *teamRequirementsList;
+	uint8_t lsaMultimem;
+	int lsaBarrierCount;
+} capi_devcomm_reqs_v22803;
+
+// NCCL 2.28.7 through 2.28.9: 56 bytes, no versioned header.
+typedef struct {
+	void *resourceRequirementsList;
+	void *teamRequirementsList;
+	uint8_t lsaMultimem;
+	int barrierCount;
+	int lsaBarrierCount;
+	int railGinBarrierCount;
+	int lsaLLA2ABlockCount;
+	int lsaLLA2ASlotCount;
+	uint8_t ginForceEnable;
+	int ginContextCount;
+	int ginSignalCount;
+	int ginCounterCount;
+} capi_devcomm_reqs_v22807;
+
+// NCCL 2.29.2 and later: a versioned header, then the fields of each release
+// appended. capi_devcomm_reqs_v23007 holds them all; a caller declaring an
+// older version passes the size of that version's prefix (see devcomm.go).
+// Sizes: 72 (2.29.2-2.29.3), 88 (2.29.7), 96 (2.30.3 onwards).
+typedef struct {
+	size_t size;
+	unsigned int magic;
+	unsigned int version;
+	void *resourceRequirementsList;
+	void *teamRequirementsList;
+	uint8_t lsaMultimem;
+	int barrierCount;
+	int lsaBarrierCount;
+	int railGinBarrierCount;
+	int lsaLLA2ABlockCount;
+	int lsaLLA2ASlotCount;
+	uint8_t ginForceEnable;
+	int ginContextCount;
+	int ginSignalCount;
+	int ginCounterCount;
+	int ginConnectionType;           // 2.29.7
+	uint8_t ginExclusiveContexts;    // 2.29.7
+	int ginQueueDepth;               // 2.29.7
+	int ginTrafficClass;             // 2.30.3
+	int worldGinBarrierCount;        // 2.30.3
+	uint8_t ginStrongSignalsRequired; // 2.30.7
+	uint8_t ginVaSignalsRequired;     // 2.30.7
+} capi_devcomm_reqs_v23007;
+
+// ncclDevComm_t: opaque, written by NCCL. 256 bytes, 8-aligned, cover every
+// release read (88 in 2.28.3 up to 240 in 2.30.x).
+typedef struct {
+	uint64_t words[32];
+} capi_devcomm;
+
+// ---------------------------------------------------------------------------
+// The list of every NCCL function the binding calls. It drives the pointer
+// table, the dlsym loop, the first-release table and the trampolines, so
+// declaration and lookup cannot drift.
+//
+// X(name, first release as MMmmpp, gate, parameters, arguments)
+// All of these return ncclResult_t. The trampoline capi_<name> has the same
+// parameters (device addresses and handles as uintptr_t) and returns a
+// capi_status.
+//
+// gate is the communicator parameter, or 0. For a gated call the trampoline
+// first asks ncclCommGetAsyncError: while an earlier operation of the
+// communicator is still in progress (non-blocking communicators), NCCL would
+// reject the call, so the trampoline returns CAPI_PENDING without calling and
+// the Go side waits and calls again. Inside a group, a gated call also
+// records its communicator on the calling thread (see capi_group_end).
+#define CAPI_NCCL_FUNCS(X)                                                                        \
+	X(ncclGetVersion, 20305, 0, (int *version), (version))                                       \
+	X(ncclGetUniqueId, 20305, 0, (capi_unique_id * id), (id))                                    \
+	X(ncclCommInitAll, 20305, 0, (uintptr_t * comms, int ndev, const int *devlist), ((void **)comms, ndev, devlist)) \
+	X(ncclCommFinalize, 21403, comm, (uintptr_t comm), ((void *)comm))                              \
+	X(ncclCommDestroy, 20305, comm, (uintptr_t comm), ((void *)comm))                               \
+	X(ncclCommAbort, 20402, 0, (uintptr_t comm), ((void *)comm))                                 \
+	X(ncclCommRevoke, 22807, 0, (uintptr_t comm, int flags), ((void *)comm, flags))              \
+	X(ncclCommSuspend, 22907, comm, (uintptr_t comm, int flags), ((void *)comm, flags))             \
+	X(ncclCommResume, 22907, comm, (uintptr_t comm), ((void *)comm))                                \
+	X(ncclCommGetAsyncError, 20402, 0, (uintptr_t comm, int *state), ((void *)comm, state))      \
+	X(ncclCommCount, 20305, comm, (uintptr_t comm, int *count), ((void *)comm, count))              \
+	X(ncclCommCuDevice, 20305, comm, (uintptr_t comm, int *device), ((void *)comm, device))         \
+	X(ncclCommUserRank, 20305, comm, (uintptr_t comm, int *rank), ((void *)comm, rank))             \
+	X(ncclCommMemStats, 22907, comm, (uintptr_t comm, int stat, uint64_t *value), ((void *)comm, stat, value)) \
+	X(ncclCommQueryProperties, 22902, comm, (uintptr_t comm, void *props), ((void *)comm, props))   \
+	X(ncclCommSplit, 21801, comm, (uintptr_t comm, int color, int key, uintptr_t *newcomm, capi_config_v23007 *config), ((void *)comm, color, key, (void **)newcomm, config)) \
+	X(ncclCommShrink, 22703, comm, (uintptr_t comm, int *exclude, int nexclude, uintptr_t *newcomm, capi_config_v23007 *config, int flags), ((void *)comm, exclude, nexclude, (void **)newcomm, config, flags)) \
+	X(ncclCommGetUniqueId, 22902, comm, (uintptr_t comm, capi_unique_id *id), ((void *)comm, id))   \
+	X(ncclMemFree, 21901, 0, (uintptr_t ptr), ((void *)ptr))                                     \
+	X(ncclCommRegister, 21901, comm, (uintptr_t comm, uintptr_t buff, size_t size, uintptr_t *handle), ((void *)comm, (void *)buff, size, (void **)handle)) \
+	X(ncclCommDeregister, 21901, comm, (uintptr_t comm, uintptr_t handle), ((void *)comm, (void *)handle)) \
+	X(ncclCommWindowRegister, 22703, comm, (uintptr_t comm, uintptr_t buff, size_t size, uintptr_t *win, int flags), ((void *)comm, (void *)buff, size, (void **)win, flags)) \
+	X(ncclCommWindowDeregister, 22703, comm, (uintptr_t comm, uintptr_t win), ((void *)comm, (void *)win)) \
+	X(ncclWinGetUserPtr, 22902, comm, (uintptr_t comm, uintptr_t win, uintptr_t *ptr), ((void *)comm, (void *)win, (void **)ptr)) \
+	X(ncclRedOpCreatePreMulSum, 21104, comm, (int *op, uintptr_t scalar, int datatype, int residence, uintptr_t comm), (op, (void *)scalar, datatype, residence, (void *)comm)) \
+	X(ncclRedOpDestroy, 21104, comm, (int op, uintptr_t comm), (op, (void *)comm))                  \
+	X(ncclAllReduce, 20305, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int op, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, op, (void *)comm, (void *)stream)) \
+	X(ncclBroadcast, 20305, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, root, (void *)comm, (void *)stream)) \
+	X(ncclReduce, 20305, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int op, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, op, root, (void *)comm, (void *)stream)) \
+	X(ncclAllGather, 20305, comm, (uintptr_t send, uintptr_t recv, size_t sendcount, int datatype, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, sendcount, datatype, (void *)comm, (void *)stream)) \
+	X(ncclReduceScatter, 20305, comm, (uintptr_t send, uintptr_t recv, size_t recvcount, int datatype, int op, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, recvcount, datatype, op, (void *)comm, (void *)stream)) \
+	X(ncclAlltoAll, 22803, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, (void *)comm, (void *)stream)) \
+	X(ncclGather, 22803, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, root, (void *)comm, (void *)stream)) \
+	X(ncclScatter, 22803, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, root, (void *)comm, (void *)stream)) \
+	X(ncclSend, 20703, comm, (uintptr_t send, size_t count, int datatype, int peer, uintptr_t comm, uintptr_t stream), ((const void *)send, count, datatype, peer, (void *)comm, (void *)stream)) \
+	X(ncclRecv, 20703, comm, (uintptr_t recv, size_t count, int datatype, int peer, uintptr_t comm, uintptr_t stream), ((void *)recv, count, datatype, peer, (void *)comm, (void *)stream)) \
+	X(ncclPutSignal, 22902, comm, (uintptr_t local, size_t count, int datatype, int peer, uintptr_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, uintptr_t comm, uintptr_t stream), ((const void *)local, count, datatype, peer, (void *)peerWin, peerWinOffset, sigIdx, ctx, flags, (void *)comm, (void *)stream)) \
+	X(ncclSignal, 22902, comm, (int peer, int sigIdx, int ctx, unsigned int flags, uintptr_t comm, uintptr_t stream), (peer, sigIdx, ctx, flags, (void *)comm, (void *)stream)) \
+	X(ncclWaitSignal, 22902, comm, (int ndesc, capi_wait_signal_desc *descs, uintptr_t comm, uintptr_t stream), (ndesc, descs, (void *)comm, (void *)stream)) \
+	X(ncclGroupStart, 20305, 0, (void), ())                                                      \
+	X(ncclGroupEnd, 20305, 0, (void), ())                                                        \
+	X(ncclGroupSimulateEnd, 22203, 0, (capi_sim_info * info), (info))                            \
+	X(ncclDevCommCreate, 22803, comm, (uintptr_t comm, const void *reqs, capi_devcomm *devcomm), ((void *)comm, reqs, devcomm)) \
+	X(ncclDevCommDestroy, 22803, comm, (uintptr_t comm, const capi_devcomm *devcomm), ((void *)comm, devcomm)) \
+	X(ncclGetLsaMultimemDevicePointer, 22902, 0, (uintptr_t win, size_t offset, uintptr_t *ptr), ((void *)win, offset, (void **)ptr)) \
+	X(ncclGetLsaDevicePointer, 22902, 0, (uintptr_t win, size_t offset, int lsaRank, uintptr_t *ptr), ((void *)win, offset, lsaRank, (void **)ptr)) \
+	X(ncclGetPeerDevicePointer, 22902, 0, (uintptr_t win, size_t offset, int peer, uintptr_t *ptr), ((void *)win, offset, peer, (void **)ptr))
+
+// NCCL functions whose trampolines are written by hand: they return something
+// other than ncclResult_t, take a struct by value, or must run with a CUDA
+// context current (init, grow of a new rank, memory allocation).
+#define CAPI_NCCL_SPECIAL_FUNCS(X)                                        \
+	X(ncclGetErrorString, 20305)                                      \
+	X(ncclGetLastError, 21304)                                        \
+	X(ncclCommInitRank, 20305)                                        \
+	X(ncclCommInitRankConfig, 21403)                                  \
+	X(ncclCommInitRankScalable, 22304)                                \
+	X(ncclCommGrow, 22902)                                            \
+	X(ncclMemAlloc, 21901)
+
+// The CUDA driver functions the binding calls. All return CUresult.
+// X(name, parameters, arguments). The trampoline capi_<name> takes the CUDA
+// context to make current first (0: leave the thread's context as it is),
+// then the parameters, and returns the CUresult.
+#define CAPI_CUDA_FUNCS(X)                                                                                  \
+	X(cuDriverGetVersion, (int *version), (version))                                                    \
+	X(cuDeviceGet, (int *dev, int ordinal), (dev, ordinal))                                             \
+	X(cuDeviceGetCount, (int *count), (count))                                                          \
+	X(cuDeviceGetName, (char *name, int len, int dev), (name, len, dev))                                \
+	X(cuDeviceGetAttribute, (int *value, int attr, int dev), (value, attr, dev))                        \
+	X(cuDeviceTotalMem_v2, (size_t * bytes, int dev), (bytes, dev))                                     \
+	X(cuDeviceGetPCIBusId, (char *busid, int len, int dev), (busid, len, dev))                          \
+	X(cuDeviceGetUuid_v2, (unsigned char *uuid, int dev), ((void *)uuid, dev))                          \
+	X(cuDevicePrimaryCtxRetain, (uintptr_t * ctx, int dev), ((void **)ctx, dev))                        \
+	X(cuDevicePrimaryCtxRelease_v2, (int dev), (dev))                                                   \
+	X(cuCtxGetCurrent, (uintptr_t * ctx), ((void **)ctx))                                               \
+	X(cuCtxGetDevice, (int *dev), (dev))                                                                \
+	X(cuMemGetInfo_v2, (size_t * freeBytes, size_t *totalBytes), (freeBytes, totalBytes))               \
+	X(cuStreamCreate, (uintptr_t * stream, unsigned int flags), ((void **)stream, flags))               \
+	X(cuStreamDestroy_v2, (uintptr_t stream), ((void *)stream))                                         \
+	X(cuStreamSynchronize, (uintptr_t stream), ((void *)stream))                                        \
+	X(cuStreamQuery, (uintptr_t stream), ((void *)stream))                                              \
+	X(cuEventCreate, (uintptr_t * event, unsigned int flags), ((void **)event, flags))                  \
+	X(cuEventDestroy_v2, (uintptr_t event), ((void *)event))                                            \
+	X(cuEventRecord, (uintptr_t event, uintptr_t stream), ((void *)event, (void *)stream))              \
+	X(cuEventSynchronize, (uintptr_t event), ((void *)event))                                           \
+	X(cuEventQuery, (uintptr_t event), ((void *)event))                                                 \
+	X(cuEventElapsedTime, (float *ms, uintptr_t start, uintptr_t end), (ms, (void *)start, (void *)end)) \
+	X(cuMemAlloc_v2, (uintptr_t * ptr, size_t bytes), (ptr, bytes))                                     \
+	X(cuMemFree_v2, (uintptr_t ptr), (ptr))                                                             \
+	X(cuMemsetD8_v2, (uintptr_t dst, unsigned char value, size_t n), (dst, value, n))                   \
+	X(cuMemsetD8Async, (uintptr_t dst, unsigned char value, size_t n, uintptr_t stream), (dst, value, n, (void *)stream)) \
+	X(cuMemcpyHtoD_v2, (uintptr_t dst, const void *src, size_t n), (dst, src, n))                       \
+	X(cuMemcpyDtoH_v2, (void *dst, uintptr_t src, size_t n), (dst, src, n))                             \
+	X(cuMemcpyDtoD_v2, (uintptr_t dst, uintptr_t src, size_t n), (dst, src, n))                         \
+	X(cuMemcpyHtoDAsync_v2, (uintptr_t dst, const void *src, size_t n, uintptr_t stream), (dst, src, n, (void *)stream)) \
+	X(cuMemcpyDtoHAsync_v2, (void *dst, uintptr_t src, size_t n, uintptr_t stream), (dst, src, n, (void *)stream)) \
+	X(cuMemcpyDtoDAsync_v2, (uintptr_t dst, uintptr_t src, size_t n, uintptr_t stream), (dst, src, n, (void *)stream)) \
+	X(cuPointerGetAttribute, (void *data, int attr, uintptr_t ptr), (data, attr, ptr))
+
+// CUDA functions resolved but called only from inside the shim.
+#define CAPI_CUDA_INTERNAL_FUNCS(X) \
+	X(cuInit)                   \
+	X(cuCtxSynchronize)         \
+	X(cuCtxSetCurrent)          \
+	X(cuGetErrorName)           \
+	X(cuGetErrorString)
+
+// ---------------------------------------------------------------------------
+// Symbol table, for error messages and tests.
+#define CAPI_ENUM_NCCL(name, since, gate, params, args) CAPI_SYM_##name,
+#define CAPI_ENUM_NCCL_SPECIAL(name, since) CAPI_SYM_##name,
+enum {
+	CAPI_NCCL_FUNCS(CAPI_ENUM_NCCL)
+	CAPI_NCCL_SPECIAL_FUNCS(CAPI_ENUM_NCCL_SPECIAL)
+	CAPI_NCCL_SYM_COUNT
+};
+#undef CAPI_ENUM_NCCL
+#undef CAPI_ENUM_NCCL_SPECIAL
+
+int capi_nccl_sym_count(void);
+const char *capi_nccl_sym_name(int i);
+int capi_nccl_sym_since(int i);
+int capi_nccl_sym_present(int i);
+
+// ---------------------------------------------------------------------------
+// Loading. Each returns 0 on success; on failure it writes a message to err.
+// Loading is idempotent only through the Go side, which serializes it.
+int capi_nccl_load(const char *path, char *err, size_t errlen);
+int capi_nccl_loaded(void);
+// Path of the loaded NCCL (dladdr on ncclGetVersion), or NULL.
+const char *capi_nccl_path(void);
+int capi_cuda_load(const char *path, char *err, size_t errlen);
+int capi_cuda_loaded(void);
+const char *capi_cuda_path(void);
+// Test hooks: close the libraries so that another can be loaded. Only for
+// the fake libraries of the tests.
+void capi_nccl_unload(void);
+void capi_cuda_unload(void);
+
+// ---------------------------------------------------------------------------
+// NCCL trampolines.
+#define CAPI_PROTO_NCCL(name, since, gate, params, args) capi_status capi_##name params;
+CAPI_NCCL_FUNCS(CAPI_PROTO_NCCL)
+#undef CAPI_PROTO_NCCL
+
+// The communicators a thread's outermost group used, collected by the gated
+// trampolines between ncclGroupStart and the matching ncclGroupEnd. After
+// the outermost capi_ncclGroupEnd (or GroupSimulateEnd), capi_group_take
+// copies up to max of them into out and clears the list; it returns how many
+// there were. Call it on the same thread.
+int capi_group_depth(void);
+int capi_group_take(uintptr_t *out, int max);
+
+const char *capi_ncclGetErrorString(int result);
+// A malloc'd copy of ncclGetLastError, or NULL.
+char *capi_ncclGetLastError(void);
+// The InitRank family, grow of a new rank and ncclMemAlloc bind to the
+// calling thread's current device: they make ctx current, call, and restore
+// the thread's previous context, all in one C call.
+capi_status capi_ncclCommInitRank(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank);
+capi_status capi_ncclCommInitRankConfig(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank,
+					capi_config_v23007 *config);
+capi_status capi_ncclCommInitRankScalable(uintptr_t ctx, uintptr_t *comm, int nranks, int rank, int nids,
+					  capi_unique_id *ids, capi_config_v23007 *config);
+capi_status capi_ncclCommGrow(uintptr_t ctx, uintptr_t comm, int nranks, const capi_unique_id *id, int rank,
+			      uintptr_t *newcomm, capi_config_v23007 *config);
+capi_status capi_ncclMemAlloc(uintptr_t ctx, uintptr_t *ptr, size_t size);
+
+// The host loop of the benchmark in collectives_bench_test.go, written in C:
+// iters in-place all-reduces of one element, the same calls the Go loop makes.
+capi_status capi_bench_allreduce_loop(uintptr_t buf, size_t count, int datatype, uintptr_t comm, uintptr_t stream,
+				      long iters);
+
+// ---------------------------------------------------------------------------
+// CUDA trampolines.
+#define CAPI_UNPAREN(...) __VA_ARGS__
+#define CAPI_PROTO_CUDA(name, params, args) int capi_##name(uintptr_t capi_ctx_, CAPI_UNPAREN params);
+CAPI_CUDA_FUNCS(CAPI_PROTO_CUDA)
+#undef CAPI_PROTO_CUDA
+int capi_cuCtxSynchronize(uintptr_t ctx);
+int capi_cuInit(void);
+int capi_cuGetErrorName(int code, const char **name);
+int capi_cuGetErrorString(int code, const char **text);
+
+#endif

@@ -1,0 +1,209 @@
+package nccl
+
+import (
+	"context"
+
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// Properties is what a communicator can do with NCCL's device API
+// (ncclCommProperties_t, NCCL 2.29.2). The loaded NCCL is asked once per
+// communicator; the answer is cached, as it cannot change. Fields a loaded
+// NCCL does not report are nil, never a zero that looks real: NumLSATeams,
+// HostRMASupport and RailedGINType need NCCL 2.29.7.
+type Properties struct {
+	Rank             int     `json:"rank"`
+	NRanks           int     `json:"nranks"`
+	CUDADevice       int     `json:"cuda_device"`
+	NVMLDevice       int     `json:"nvml_device"`
+	DeviceAPISupport bool    `json:"device_api_support"`
+	MultimemSupport  bool    `json:"multimem_support"`
+	GINType          GINType `json:"gin_type"`
+	// NumLSATeams is the number of load/store-accessible teams across the
+	// communicator. NCCL 2.29.7.
+	NumLSATeams *int `json:"num_lsa_teams"`
+	// HostRMASupport: host-initiated one-sided operations (PutSignal and
+	// Signal) work. NCCL 2.29.7.
+	HostRMASupport *bool `json:"host_rma_support"`
+	// RailedGINType is the GIN transport of rail connections. NCCL 2.29.7.
+	RailedGINType *GINType `json:"railed_gin_type"`
+	// Declared is the struct version the binding declared to NCCL:
+	// min(ABIRelease, the loaded release).
+	Declared Release `json:"declared_version"`
+}
+
+// propsWideSince is the first struct version with the 56-byte layout and
+// the four later fields.
+const propsWideSince Release = 22907
+
+// queryProperties asks NCCL once and caches the answer (mu held). It returns
+// capi.Pending while the communicator is still being created.
+func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
+	if c.props != nil || c.propsErr != nil {
+		return 0, c.propsErr
+	}
+	r, err := loaded()
+	if err != nil {
+		return 0, err
+	}
+	v := deviceAPIVersion(r)
+	raw, st := capi.CommQueryProperties(c.ptr, uint32(v), v < propsWideSince)
+	switch {
+	case st.Code == capi.Pending:
+		return capi.Pending, nil
+	case st.Code == capi.Missing:
+		c.propsErr = unsupported("ncclCommQueryProperties")
+		return 0, c.propsErr
+	}
+	if err := statusErr(op, "ncclCommQueryProperties", st); err != nil {
+		return 0, err
+	}
+	p := &Properties{
+		Rank: int(raw.Rank), NRanks: int(raw.NRanks), CUDADevice: int(raw.CUDADev), NVMLDevice: int(raw.NVMLDev),
+		DeviceAPISupport: raw.DeviceAPISupport, MultimemSupport: raw.MultimemSupport,
+		GINType: GINType(raw.GINType), Declared: v,
+	}
+	if v >= propsWideSince {
+		n, h, g := int(raw.NLsaTeams), raw.HostRMASupport, GINType(raw.RailedGINType)
+		p.NumLSATeams, p.HostRMASupport, p.RailedGINType = &n, &h, &g
+	}
+	c.props = p
+	return 0, nil
+}
+
+// properties returns the cached properties, querying NCCL the first time.
+// The returned value is shared: callers copy what they return.
+func (c *Communicator) properties(op string) (*Properties, error) {
+	for {
+		if _, err := c.lockLive(op); err != nil {
+			return nil, err
+		}
+		if p := c.props; p != nil {
+			c.mu.Unlock()
+			return p, nil
+		}
+		code, err := c.queryPropertiesLocked(op)
+		p := c.props
+		c.mu.Unlock()
+		switch {
+		case err != nil:
+			return nil, err
+		case code != capi.Pending:
+			return p, nil
+		}
+		if err := c.wait(context.Background(), op); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Properties returns every device-API property (ncclCommQueryProperties,
+// queried once and cached). On NCCL before 2.29.2 it returns an error
+// wrapping ErrUnsupported. Not collective.
+func (c *Communicator) Properties() (Properties, error) {
+	p, err := c.properties("query properties")
+	if err != nil {
+		return Properties{}, err
+	}
+	out := *p
+	if p.NumLSATeams != nil {
+		n, h, g := *p.NumLSATeams, *p.HostRMASupport, *p.RailedGINType
+		out.NumLSATeams, out.HostRMASupport, out.RailedGINType = &n, &h, &g
+	}
+	return out, nil
+}
+
+// CUDADevice is the CUDA device index NCCL reports in the properties
+// (cudaDev). NCCL 2.29.2.
+func (c *Communicator) CUDADevice() (int, error) {
+	p, err := c.properties("get CUDA device")
+	if err != nil {
+		return 0, err
+	}
+	return p.CUDADevice, nil
+}
+
+// NVMLDevice is the NVML index of the device, which can differ from the
+// CUDA index (nvmlDev). NCCL 2.29.2.
+func (c *Communicator) NVMLDevice() (int, error) {
+	p, err := c.properties("get NVML device")
+	if err != nil {
+		return 0, err
+	}
+	return p.NVMLDevice, nil
+}
+
+// DeviceAPISupport reports whether a device communicator can be created
+// (deviceApiSupport). NCCL 2.29.2.
+func (c *Communicator) DeviceAPISupport() (bool, error) {
+	p, err := c.properties("get device API support")
+	if err != nil {
+		return false, err
+	}
+	return p.DeviceAPISupport, nil
+}
+
+// MultimemSupport reports whether ranks of an LSA team can use multimem
+// (multimemSupport). NCCL 2.29.2.
+func (c *Communicator) MultimemSupport() (bool, error) {
+	p, err := c.properties("get multimem support")
+	if err != nil {
+		return false, err
+	}
+	return p.MultimemSupport, nil
+}
+
+// GINType is the GPU-initiated networking transport available (ginType);
+// GINNone means no GIN resources can be requested. NCCL 2.29.2.
+func (c *Communicator) GINType() (GINType, error) {
+	p, err := c.properties("get GIN type")
+	if err != nil {
+		return 0, err
+	}
+	return p.GINType, nil
+}
+
+// NumLSATeams is the number of LSA teams across the communicator
+// (nLsaTeams). NCCL 2.29.7; ErrUnsupported before.
+func (c *Communicator) NumLSATeams() (int, error) {
+	p, err := c.properties("get LSA team count")
+	if err != nil {
+		return 0, err
+	}
+	if p.NumLSATeams == nil {
+		return 0, laterField("nLsaTeams")
+	}
+	return *p.NumLSATeams, nil
+}
+
+// HostRMASupport reports whether host-initiated one-sided operations work
+// (hostRmaSupport). NCCL 2.29.7; ErrUnsupported before.
+func (c *Communicator) HostRMASupport() (bool, error) {
+	p, err := c.properties("get host RMA support")
+	if err != nil {
+		return false, err
+	}
+	if p.HostRMASupport == nil {
+		return false, laterField("hostRmaSupport")
+	}
+	return *p.HostRMASupport, nil
+}
+
+// RailedGINType is the GIN transport of rail connections (railedGinType);
+// GINNone means the RAIL connection type is not possible. NCCL 2.29.7;
+// ErrUnsupported before.
+func (c *Communicator) RailedGINType() (GINType, error) {
+	p, err := c.properties("get railed GIN type")
+	if err != nil {
+		return 0, err
+	}
+	if p.RailedGINType == nil {
+		return 0, laterField("railedGinType")
+	}
+	return *p.RailedGINType, nil
+}
+
+func laterField(name string) error {
+	r, _ := loaded()
+	return &UnsupportedError{Func: "ncclCommProperties_t." + name, Since: propsWideSince, Loaded: r}
+}
