@@ -13,24 +13,24 @@ type Result int32
 // CUDA driver result codes the package names. Any other code is still
 // reported, by number and by the driver's own name for it.
 const (
-	Success           Result = 0
-	InvalidValue      Result = 1
-	OutOfMemory       Result = 2
-	NotInitialized    Result = 3
-	Deinitialized     Result = 4
-	NoDevice          Result = 100
-	InvalidDevice     Result = 101
-	InvalidContext    Result = 201
-	InvalidHandle     Result = 400
-	NotFound          Result = 500
-	NotReady          Result = 600
-	IllegalAddress    Result = 700
-	LaunchFailed      Result = 719
-	NotSupported      Result = 801
-	Unknown           Result = 999
-	resultMissing     Result = Result(capi.Missing)
-	resultNotLoaded   Result = Result(capi.NotLoaded)
-	firstUnknownCode         = 1000
+	Success          Result = 0
+	InvalidValue     Result = 1
+	OutOfMemory      Result = 2
+	NotInitialized   Result = 3
+	Deinitialized    Result = 4
+	NoDevice         Result = 100
+	InvalidDevice    Result = 101
+	InvalidContext   Result = 201
+	InvalidHandle    Result = 400
+	NotFound         Result = 500
+	NotReady         Result = 600
+	IllegalAddress   Result = 700
+	LaunchFailed     Result = 719
+	NotSupported     Result = 801
+	Unknown          Result = 999
+	resultMissing    Result = Result(capi.Missing)
+	resultNotLoaded  Result = Result(capi.NotLoaded)
+	firstUnknownCode        = 1000
 )
 
 var resultNames = map[Result]string{

@@ -123,7 +123,7 @@ func EncodeDevCommReqs(r DevCommReqs, family int, version uint32, size int) []by
 		ginSignalCount: C.int(r.GinSignalCount), ginCounterCount: C.int(r.GinCounterCount),
 		ginConnectionType: C.int(r.GinConnectionType), ginExclusiveContexts: b2u(r.GinExclusiveContexts),
 		ginQueueDepth: C.int(r.GinQueueDepth), ginTrafficClass: C.int(r.GinTrafficClass),
-		worldGinBarrierCount: C.int(r.WorldGinBarrierCount),
+		worldGinBarrierCount:     C.int(r.WorldGinBarrierCount),
 		ginStrongSignalsRequired: b2u(r.GinStrongSignalsRequired), ginVaSignalsRequired: b2u(r.GinVaSignalsRequired),
 	}
 	if size > C.sizeof_capi_devcomm_reqs_v23007 {
@@ -145,7 +145,7 @@ func Layouts() map[string]Layout {
 	var uid C.capi_unique_id
 	var dc C.capi_devcomm
 	return map[string]Layout{
-		"ncclUniqueId": {unsafe.Sizeof(uid), map[string]uintptr{"internal": unsafe.Offsetof(uid.internal)}},
+		"ncclUniqueId":  {unsafe.Sizeof(uid), map[string]uintptr{"internal": unsafe.Offsetof(uid.internal)}},
 		"ncclDevComm_t": {unsafe.Sizeof(dc), map[string]uintptr{}},
 		"ncclConfig_t/v23007": {unsafe.Sizeof(cfg), map[string]uintptr{
 			"size": unsafe.Offsetof(cfg.size), "magic": unsafe.Offsetof(cfg.magic),
