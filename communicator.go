@@ -35,9 +35,14 @@ type Communicator struct {
 	nranks    int  // cached after the first query
 	rank      int
 	identity  bool // nranks and rank are cached
+	finalized bool // Finalize was called (NCCL rejects a second one)
+	creating  bool // Initialize is inside NCCL's init, without mu
 	props     *Properties
 	propsErr  error // a query failure that cannot change (unsupported)
 	resources []resource
+	coll      collState   // facts the collectives cache (collectives.go)
+	customOps []*CustomOp // live custom reduction operators (redop.go)
+	life      lifeState   // outputs NCCL writes later: Split/Shrink/Grow, windows (lifecycle.go)
 	cleanup   runtime.Cleanup
 	hasClean  bool
 }
@@ -90,6 +95,9 @@ func (c *Communicator) lockLive(op string) (uintptr, error) {
 	}
 	c.mu.Lock()
 	if c.ptr == 0 {
+		if c.life.pend != nil {
+			return c.lockPendingLocked(op)
+		}
 		st := c.state
 		c.mu.Unlock()
 		return 0, &StateError{Op: op, State: st.String()}
@@ -102,7 +110,7 @@ func (c *Communicator) lockLive(op string) (uintptr, error) {
 // calls it with the same id and nranks and its own rank. Collective: it
 // returns once all ranks have joined (for a blocking communicator). NCCL 2.14.3.
 func Init(nranks, rank int, id UniqueID, cfg *Config) (*Communicator, error) {
-	return InitContext(context.Background(), nranks, rank, id, cfg)
+	return InitContext(plain, nranks, rank, id, cfg)
 }
 
 // InitContext is Init bounded by ctx: if ctx ends before all ranks have
@@ -120,7 +128,7 @@ func InitContext(ctx context.Context, nranks, rank int, id UniqueID, cfg *Config
 // (ncclCommInitRankScalable), for very large jobs: ids[i] was created by one
 // rank each, and every rank passes all of them. Collective. NCCL 2.23.4.
 func InitScalable(nranks, rank int, ids []UniqueID, cfg *Config) (*Communicator, error) {
-	return InitScalableContext(context.Background(), nranks, rank, ids, cfg)
+	return InitScalableContext(plain, nranks, rank, ids, cfg)
 }
 
 // InitScalableContext is InitScalable bounded by ctx.
@@ -135,7 +143,7 @@ func InitScalableContext(ctx context.Context, nranks, rank int, ids []UniqueID, 
 // Initialize initializes a null communicator in place (see Init). It fails
 // if c is already initialized. Collective. NCCL 2.14.3.
 func (c *Communicator) Initialize(nranks, rank int, id UniqueID, cfg *Config) error {
-	return c.InitializeContext(context.Background(), nranks, rank, id, cfg)
+	return c.InitializeContext(plain, nranks, rank, id, cfg)
 }
 
 // InitializeContext is Initialize bounded by ctx.
@@ -182,10 +190,19 @@ func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank i
 	}
 
 	c.mu.Lock()
-	if c.ptr != 0 {
+	if c.ptr != 0 || c.life.pend != nil || c.creating {
 		c.mu.Unlock()
 		return fmt.Errorf("nccl: %s: communicator already initialized (%v): %w", op, c, ErrInvalidUsage)
 	}
+	// A blocking init waits inside NCCL for every rank: do not hold mu
+	// meanwhile (nothing can use c before it has a pointer).
+	c.creating = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.creating = false
+		c.mu.Unlock()
+	}()
 	cell := capi.NewCell()
 	defer cell.Free()
 	var st capi.Status
@@ -202,12 +219,12 @@ func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank i
 	}
 	ptr := cell.Load()
 	if st.Code != 0 && Result(st.Code) != InProgress {
-		c.mu.Unlock()
-		if ptr != 0 {
+		if ptr != 0 { // NCCL leaves a failed communicator to be aborted
 			capi.CommAbort(ptr)
 		}
 		return statusErr(op, fn, st)
 	}
+	c.mu.Lock()
 	c.adoptLocked(ptr, dev, blocking)
 	c.mu.Unlock()
 	return c.settle(ctx, op)
@@ -216,7 +233,7 @@ func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank i
 // settle finishes the creation of c: in a group nothing can complete before
 // the group ends; otherwise a blocking communicator waits until NCCL is done.
 func (c *Communicator) settle(ctx context.Context, op string) error {
-	if !c.blocking || capi.GroupDepth() > 0 {
+	if !completes(ctx, c.blocking) || capi.GroupDepth() > 0 {
 		return nil
 	}
 	if err := c.wait(ctx, op); err != nil {
@@ -229,7 +246,7 @@ func (c *Communicator) settle(ctx context.Context, op string) error {
 // adoptLocked makes c the owner of a new NCCL communicator.
 func (c *Communicator) adoptLocked(ptr uintptr, dev int, blocking bool) {
 	c.ptr, c.state, c.dev, c.blocking = ptr, stateLive, dev, blocking
-	c.identity, c.props, c.propsErr, c.resources = false, nil, nil, nil
+	c.identity, c.finalized, c.props, c.propsErr, c.resources = false, false, nil, nil, nil
 	register(c)
 	c.watchLeak()
 }
@@ -299,7 +316,7 @@ func InitAllContext(ctx context.Context, devices []int, cfg *Config) ([]*Communi
 		return nil, err
 	}
 	comms := make([]*Communicator, len(devices))
-	err = Group(func() error {
+	err = GroupContext(ctx, func() error { // the group's final wait is bounded by ctx too
 		for i, d := range devices {
 			cell := capi.NewCell()
 			st := capi.CommInitRankConfig(ctxs[i], cell, len(devices), (*[128]byte)(&id), i, ccfg)
@@ -358,6 +375,9 @@ func (c *Communicator) Ptr() uintptr {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ptr == 0 && c.life.pend != nil {
+		c.resolveLocked() // a Split or Shrink child becomes valid once ready
+	}
 	return c.ptr
 }
 
@@ -445,6 +465,8 @@ func (c *Communicator) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
+	case c.ptr == 0 && c.life.pend != nil:
+		return fmt.Sprintf("nccl.Communicator(being created by %s, cuda:%d)", c.life.pend.op, c.dev)
 	case c.ptr == 0 && c.state != stateNull:
 		return fmt.Sprintf("nccl.Communicator(null, %s)", c.state)
 	case c.ptr == 0:
@@ -458,15 +480,31 @@ func (c *Communicator) String() string {
 // Finalize flushes the communicator's outstanding operations and tears down
 // its connections (ncclCommFinalize), leaving Destroy with only local work.
 // Collective. A no-op on a null communicator. NCCL 2.14.3.
-func (c *Communicator) Finalize() error { return c.FinalizeContext(context.Background()) }
+func (c *Communicator) Finalize() error { return c.FinalizeContext(plain) }
 
 // FinalizeContext is Finalize bounded by ctx; when ctx ends first the
 // communicator is aborted.
 func (c *Communicator) FinalizeContext(ctx context.Context) error {
+	if err := c.awaitPending(ctx, "Finalize"); err != nil {
+		return err
+	}
 	if c == nil || c.Ptr() == 0 {
 		return nil
 	}
-	return c.call(ctx, "Finalize", "ncclCommFinalize", capi.CommFinalize)
+	c.mu.Lock()
+	done := c.finalized
+	c.mu.Unlock()
+	if done {
+		return fmt.Errorf("nccl: Finalize: communicator already finalized: %w", ErrInvalidUsage)
+	}
+	err := c.call(ctx, "Finalize", "ncclCommFinalize", func(ptr uintptr) capi.Status {
+		st := capi.CommFinalize(ptr)
+		if st.Code == 0 || Result(st.Code) == InProgress {
+			c.finalized = true // mu is held by call
+		}
+		return st
+	})
+	return err
 }
 
 // Destroy closes the communicator's resources, finalizes it (waiting for
@@ -482,6 +520,9 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 	if c == nil {
 		return nil
 	}
+	if err := c.awaitPending(ctx, "Destroy"); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	if c.ptr == 0 {
 		st := c.state
@@ -492,11 +533,21 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 		return fmt.Errorf("nccl: Destroy: communicator already %s: %w", st, ErrClosed)
 	}
 	c.mu.Unlock()
+	// Let an operation in flight end first, so that resources close cleanly.
+	if err := c.wait(ctx, "Destroy"); err != nil && c.Ptr() == 0 {
+		return err // ctx ended: aborted
+	}
 	var errs []error
 	if err := c.closeResources(); err != nil {
 		errs = append(errs, err)
 	}
-	err := c.FinalizeContext(ctx)
+	c.mu.Lock()
+	finalized := c.finalized
+	c.mu.Unlock()
+	var err error
+	if !finalized {
+		err = c.FinalizeContext(ctx)
+	}
 	if err == nil {
 		err = c.wait(ctx, "Destroy") // a non-blocking communicator's finalize
 	}
@@ -518,7 +569,7 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 // waiting. A no-op on a null communicator; after Destroy or Abort it returns
 // an error wrapping ErrClosed. NCCL 2.4.2.
 func (c *Communicator) Abort() error {
-	if c == nil {
+	if c == nil || c.abandonPending() {
 		return nil
 	}
 	c.mu.Lock()
@@ -543,6 +594,7 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		return nil // aborted meanwhile
 	}
 	ptr := c.ptr
+	broken := c.lifeBeforeReleaseLocked(op, ptr)
 	var st capi.Status
 	for {
 		st = f(ptr)
@@ -554,6 +606,7 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		f, fn, final = capi.CommAbort, "ncclCommAbort", stateAborted
 	}
 	registry.Delete(ptr)
+	c.lifeAfterReleaseLocked(final, broken)
 	c.ptr, c.state, c.resources = 0, final, nil
 	if c.hasClean {
 		c.cleanup.Stop()

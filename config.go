@@ -23,8 +23,12 @@ type Config struct {
 	Device *int
 
 	// Blocking false makes the communicator non-blocking: calls return
-	// before NCCL has finished and the communicator's next call, or Wait,
-	// waits for them. Default true. NCCL 2.14.3.
+	// before NCCL has finished, and the communicator's next call, or Wait,
+	// waits for them. Only a non-blocking communicator's init, split,
+	// finalize... can be cut short by a context: a blocking call waits inside
+	// NCCL, where nothing can interrupt it safely. NCCL runs each group of a
+	// non-blocking communicator with work on a thread of its own, which
+	// costs microseconds per collective. Default true. NCCL 2.14.3.
 	Blocking *bool
 	// CGAClusterSize is the CUDA thread block cluster size, 0 to 8. NCCL 2.17.1.
 	CGAClusterSize *int
@@ -98,12 +102,9 @@ func maxChannels(r Release) int {
 }
 
 // encode validates cfg against the loaded release and builds the C config.
-// blocking reports what the user asked for; the binding always creates
-// communicators non-blocking in NCCL (so that a context can cancel any wait)
-// and waits in Go for a blocking one.
+// blocking reports whether the communicator is blocking (the default).
 func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, err error) {
 	out := capi.NewConfig(uint32(min(r, ABIRelease)))
-	out.Blocking = 0
 	if cfg == nil {
 		return &out, true, nil
 	}
@@ -155,6 +156,9 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 	}
 	const maxInt32 = int(^uint32(0) >> 1)
 	blocking = cfg.Blocking == nil || *cfg.Blocking
+	if cfg.Blocking != nil {
+		out.Blocking = b2i(*cfg.Blocking)
+	}
 	if out.CGAClusterSize, err = intField(cfg.CGAClusterSize, "CGAClusterSize", 0, 8); err != nil {
 		return nil, false, err
 	}

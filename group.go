@@ -3,7 +3,11 @@ package nccl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/nccl4go/nccl/internal/capi"
 )
@@ -12,13 +16,18 @@ import (
 // fuses the operations fn issues (on one or several communicators) and
 // launches them together: needed to drive several ranks from one goroutine
 // and for concurrent send/recv. NCCL keeps group state per OS thread, so
-// Group locks the goroutine to its thread for the whole group. The group is
-// always ended, even if fn fails or panics; the errors are joined. Groups
-// nest. When the group ends, Group waits for the blocking communicators it
-// used. NCCL 2.3.5.
-func Group(fn func() error) error { return GroupContext(context.Background(), fn) }
+// Group locks the goroutine to its thread for the whole group: fn must
+// issue the group's operations itself, not from other goroutines. The
+// group is always ended, even if fn fails or panics; the errors are
+// joined. Groups nest: only the outermost end launches. When the outermost
+// group ends, Group waits for the blocking communicators it used. Not
+// collective itself; the operations inside keep their own rules.
+// NCCL 2.3.5.
+func Group(fn func() error) error { return GroupContext(plain, fn) }
 
-// GroupContext is Group whose final wait is bounded by ctx (see Wait).
+// GroupContext is Group whose final wait is bounded by ctx (see Wait):
+// when ctx ends first, the communicators still running are aborted.
+// NCCL 2.3.5.
 func GroupContext(ctx context.Context, fn func() error) (err error) {
 	if err := GroupStart(); err != nil {
 		return err
@@ -29,9 +38,11 @@ func GroupContext(ctx context.Context, fn func() error) (err error) {
 	return fn()
 }
 
-// GroupStart opens a group (ncclGroupStart) and locks the calling goroutine
-// to its OS thread until the matching GroupEnd, which must be called by the
-// same goroutine. Prefer Group. NCCL 2.3.5.
+// GroupStart opens a group (ncclGroupStart). NCCL's groups belong to the
+// calling OS thread, so GroupStart locks the calling goroutine to its
+// thread (runtime.LockOSThread) until the matching GroupEnd, which the same
+// goroutine must call; every operation of the group must be issued by that
+// goroutine. Prefer Group, which cannot forget the end. NCCL 2.3.5.
 func GroupStart() error {
 	if _, err := loaded(); err != nil {
 		return err
@@ -44,13 +55,14 @@ func GroupStart() error {
 	return nil
 }
 
-// GroupEnd closes the group opened by GroupStart on this goroutine
-// (ncclGroupEnd), launching its operations, and unlocks the thread. After
-// the outermost group it waits for the blocking communicators the group
-// used. NCCL 2.3.5.
-func GroupEnd() error { return GroupEndContext(context.Background()) }
+// GroupEnd closes the group GroupStart opened on this goroutine
+// (ncclGroupEnd), launching its operations if it is the outermost group,
+// and undoes GroupStart's thread lock. After the outermost group it waits
+// for the blocking communicators the group used. NCCL 2.3.5.
+func GroupEnd() error { return GroupEndContext(plain) }
 
-// GroupEndContext is GroupEnd whose wait is bounded by ctx.
+// GroupEndContext is GroupEnd whose wait is bounded by ctx (see Wait).
+// NCCL 2.3.5.
 func GroupEndContext(ctx context.Context) error {
 	if _, err := loaded(); err != nil {
 		return err
@@ -61,9 +73,18 @@ func GroupEndContext(ctx context.Context) error {
 		used = capi.GroupTake()
 	}
 	runtime.UnlockOSThread()
+	for _, p := range used {
+		groupEnded(p) // outputs of the group's calls may now be written (lifecycle.go)
+	}
 	if st.Code != 0 && Result(st.Code) != InProgress {
 		return statusErr("GroupEnd", "ncclGroupEnd", st)
 	}
+	return waitUsed(ctx, "GroupEnd", used)
+}
+
+// waitUsed waits for the blocking communicators among used (the NCCL
+// communicators a group used) after the group ended.
+func waitUsed(ctx context.Context, op string, used []uintptr) error {
 	var errs []error
 	for _, p := range used {
 		c := lookup(p)
@@ -71,11 +92,125 @@ func GroupEndContext(ctx context.Context) error {
 			continue
 		}
 		c.mu.Lock()
-		blocking := c.blocking && c.ptr == p
+		blocking := completes(ctx, c.blocking) && c.ptr == p
 		c.mu.Unlock()
 		if blocking {
-			errs = append(errs, c.wait(ctx, "GroupEnd"))
+			errs = append(errs, c.wait(ctx, op))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// GroupSimulate runs fn in a group and ends it with ncclGroupSimulateEnd,
+// which plans the group's operations without running them and returns
+// NCCL's estimate of how long the last collective it planned would take.
+// NCCL computes the estimate in microseconds (src/graph/tuning.cc,
+// ncclTopoGetAlgoTime: latency in µs plus bytes/(1000*bandwidth in GB/s));
+// GroupSimulate returns it as a Duration, 0 when NCCL made none (an empty
+// group, a single-rank communicator). It must be the outermost group.
+// NCCL 2.22.3.
+//
+// NCCL simulates only groups of blocking communicators: it launches a
+// group of non-blocking ones for real and leaves the estimate unset
+// (src/group.cc, ncclGroupEndInternal, 2.22.3 through 2.30.7). So that a
+// simulation never runs anything, collectives and point-to-point calls on
+// non-blocking communicators issued inside it are refused with an error
+// wrapping ErrUnsupported (and not issued); if NCCL launched the group
+// anyway (NCCL_COMM_BLOCKING=0 in the environment), the error says so.
+func GroupSimulate(fn func() error) (est time.Duration, err error) {
+	const op = "GroupSimulate"
+	r, err := loaded()
+	if err != nil {
+		return 0, err
+	}
+	if r < 22203 {
+		return 0, &UnsupportedError{Func: "ncclGroupSimulateEnd", Since: 22203, Loaded: r}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if capi.GroupDepth() > 0 {
+		return 0, fmt.Errorf("nccl: %s: inside another group: simulate only an outermost group (the outer group's end would launch the operations): %w", op, ErrInvalidUsage)
+	}
+	if err := statusErr(op, "ncclGroupStart", capi.GroupStart()); err != nil {
+		return 0, err
+	}
+	tid := threadID()
+	simEnter(tid)
+	defer func() {
+		refused := simLeave(tid)
+		t, st := capi.GroupSimulateEnd(uint32(deviceAPIVersion(r)))
+		var used []uintptr
+		if capi.GroupDepth() == 0 {
+			used = capi.GroupTake()
+		}
+		for _, p := range used {
+			groupEnded(p)
+		}
+		var endErr error
+		switch {
+		case st.Code == 0:
+			if t > 0 {
+				est = time.Duration(float64(t) * float64(time.Microsecond))
+			}
+		case Result(st.Code) == InProgress:
+			est = 0
+			endErr = fmt.Errorf("nccl: %s: NCCL launched the group instead of simulating it (its communicators are non-blocking inside NCCL; is NCCL_COMM_BLOCKING=0 set?): %w", op, ErrUnsupported)
+		default:
+			endErr = statusErr(op, "ncclGroupSimulateEnd", st)
+		}
+		if refused > 0 && err == nil {
+			err = errSimulated(fmt.Sprintf("%d operation(s) of the group", refused))
+		}
+		err = errors.Join(err, endErr, waitUsed(context.Background(), op, used))
+		if err != nil {
+			est = 0
+		}
+	}()
+	return 0, fn()
+}
+
+// The simulation guard: the OS threads inside GroupSimulate, and how many
+// operations each refused. The hot path reads only the counter.
+var (
+	simulating atomic.Int32
+	simThreads struct {
+		sync.Mutex
+		refused map[int]int // thread id -> operations refused
+	}
+)
+
+func simEnter(tid int) {
+	simThreads.Lock()
+	if simThreads.refused == nil {
+		simThreads.refused = make(map[int]int)
+	}
+	simThreads.refused[tid] = 0
+	simThreads.Unlock()
+	simulating.Add(1)
+}
+
+func simLeave(tid int) int {
+	simulating.Add(-1)
+	simThreads.Lock()
+	defer simThreads.Unlock()
+	n := simThreads.refused[tid]
+	delete(simThreads.refused, tid)
+	return n
+}
+
+// onSimulatingThread reports whether the calling thread is inside
+// GroupSimulate, counting the refusal that follows.
+func onSimulatingThread() bool {
+	tid := threadID()
+	simThreads.Lock()
+	defer simThreads.Unlock()
+	n, ok := simThreads.refused[tid]
+	if ok {
+		simThreads.refused[tid] = n + 1
+	}
+	return ok
+}
+
+func errSimulated(what string) error {
+	return fmt.Errorf("nccl: %s: not issued inside GroupSimulate: NCCL simulates only blocking communicators, and would run this non-blocking one's work: %w", what, ErrUnsupported)
 }

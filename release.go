@@ -65,8 +65,8 @@ var lib struct {
 // Load opens the NCCL library at path (dlopen) and resolves every function
 // the binding calls; a function the library lacks makes its calls return
 // ErrUnsupported. Without Load, the first call that needs NCCL loads the
-// library named by $NCCL_LIBRARY, else libnccl.so.2 through the dynamic
-// loader's search. Load after a successful load succeeds only for the same
+// library named by $NCCL_LIBRARY (and only that one, when it is set), else
+// libnccl.so.2 through the dynamic loader's search. Load after a successful load succeeds only for the same
 // file. Nothing is loaded at import time.
 func Load(path string) error {
 	lib.Lock()
@@ -120,7 +120,13 @@ func loaded() (Release, error) {
 	if lib.err != nil {
 		return 0, lib.err
 	}
-	err := loadLocked([]string{os.Getenv(LibraryEnv), DefaultLibrary})
+	// An explicit $NCCL_LIBRARY that fails is reported, not replaced by
+	// whatever the loader would find.
+	candidate := DefaultLibrary
+	if p := os.Getenv(LibraryEnv); p != "" {
+		candidate = p
+	}
+	err := loadLocked([]string{candidate})
 	lib.err = err
 	return lib.release, err
 }

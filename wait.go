@@ -12,6 +12,20 @@ import (
 	"github.com/nccl4go/nccl/internal/capi"
 )
 
+// plain is the context the variants without a context pass: their calls
+// on a non-blocking communicator return as soon as NCCL has started the
+// work. A *Context variant instead completes the operation, waiting (within
+// its context) even on a non-blocking communicator.
+var plain = context.WithValue(context.Background(), plainKey{}, true)
+
+type plainKey struct{}
+
+// completes reports whether an operation must be finished before returning:
+// always for a blocking communicator, and for any call given a context.
+func completes(ctx context.Context, blocking bool) bool {
+	return blocking || ctx.Value(plainKey{}) == nil
+}
+
 // call makes a gated NCCL call that returns only a status. While an earlier
 // operation of the communicator is still running it waits and calls again;
 // when NCCL reports the call in progress, a blocking communicator waits for
@@ -34,7 +48,7 @@ func (c *Communicator) call(ctx context.Context, op, fn string, f func(uintptr) 
 			}
 			continue
 		case Result(st.Code) == InProgress:
-			if blocking && capi.GroupDepth() == 0 {
+			if completes(ctx, blocking) && capi.GroupDepth() == 0 {
 				return c.wait(ctx, op)
 			}
 			return nil
@@ -87,6 +101,9 @@ func (c *Communicator) LastError() (string, error) {
 
 // wait polls the communicator's state until nothing is in progress.
 func (c *Communicator) wait(ctx context.Context, op string) error {
+	if err := c.awaitPending(ctx, op); err != nil {
+		return err
+	}
 	var delay time.Duration
 	for spins := 0; ; spins++ {
 		ptr, err := c.lockLive(op)
@@ -94,6 +111,9 @@ func (c *Communicator) wait(ctx context.Context, op string) error {
 			return err
 		}
 		state, st := capi.CommGetAsyncError(ptr)
+		if state == 0 && st.Code == 0 && c.life.pendingRes > 0 {
+			c.settleResourcesLocked() // windows, device communicators (lifecycle.go)
+		}
 		c.mu.Unlock()
 		if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
 			return err

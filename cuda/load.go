@@ -25,8 +25,9 @@ var lib struct {
 }
 
 // Load opens the CUDA driver library at path. Without a call to Load, the
-// first use of the package loads the library named by NCCL4GO_CUDA_LIBRARY,
-// else libcuda.so.1 through the dynamic loader. Load fails if a driver is
+// first use of the package loads the library named by NCCL4GO_CUDA_LIBRARY
+// (only that one, when it is set), else libcuda.so.1 through the dynamic
+// loader. Load fails if a driver is
 // already loaded from another file. Nothing is loaded at import time.
 func Load(path string) error {
 	lib.Lock()
@@ -73,7 +74,11 @@ func ensure() error {
 	lib.Lock()
 	defer lib.Unlock()
 	if !lib.done {
-		loadLocked([]string{os.Getenv(LibraryEnv), DefaultLibrary})
+		candidate := DefaultLibrary
+		if p := os.Getenv(LibraryEnv); p != "" {
+			candidate = p // an explicit path that fails is reported, not replaced
+		}
+		loadLocked([]string{candidate})
 	}
 	if lib.err != nil {
 		return lib.err

@@ -13,7 +13,8 @@ type allocation struct {
 	ptr   uintptr
 	bytes uint64
 	dev   Device
-	owned bool // made by Alloc: Free releases it
+	owned bool                    // made by Alloc or WrapOwned: Free releases it
+	free  func(ptr uintptr) error // how WrapOwned memory is released; nil: cuMemFree
 	freed atomic.Bool
 }
 
@@ -68,6 +69,15 @@ func AllocFrom[T Elem](dev Device, src []T) (Slice[T], error) {
 // error: the other library owns the memory.
 func Wrap[T Elem](ptr uintptr, n int, dev Device) Slice[T] {
 	return Slice[T]{a: &allocation{ptr: ptr, bytes: uint64(n) * uint64(DTypeOf[T]().Size()), dev: dev}, n: n}
+}
+
+// WrapOwned adopts n elements at ptr on dev that Free releases with free,
+// for memory from another allocator (ncclMemAlloc, for example) that should
+// behave like Alloc's: Free once, ErrClosed after.
+func WrapOwned[T Elem](ptr uintptr, n int, dev Device, free func(ptr uintptr) error) Slice[T] {
+	s := Wrap[T](ptr, n, dev)
+	s.a.owned, s.a.free = true, free
+	return s
 }
 
 // Len is the number of elements.
@@ -126,13 +136,16 @@ func (s Slice[T]) Free() error {
 		return nil
 	}
 	if !s.a.owned {
-		return &ArgError{Op: "Free", Arg: "slice", Reason: "memory not made by Alloc (Wrap): its owner frees it"}
+		return &ArgError{Op: "Free", Arg: "slice", Reason: "memory adopted by Wrap: its owner frees it"}
 	}
 	if s.off != 0 || uint64(s.n)*uint64(DTypeOf[T]().Size()) != s.a.bytes {
 		return &ArgError{Op: "Free", Arg: "slice", Reason: "a part made by Sub: free the whole allocation"}
 	}
 	if s.a.freed.Swap(true) {
 		return closedError("Free", "memory already freed")
+	}
+	if s.a.free != nil {
+		return s.a.free(s.a.ptr)
 	}
 	ctx, err := s.a.dev.context("Free")
 	if err != nil {

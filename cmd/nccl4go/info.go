@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/nccl4go/nccl/cuda"
+)
+
+// infoReport is what `nccl4go info -json` prints.
+type infoReport struct {
+	NCCL       ncclInfo   `json:"nccl"`
+	CUDA       driverInfo `json:"cuda_driver"`
+	GPUs       []gpuInfo  `json:"gpus"`
+	GPUProblem *problem   `json:"gpu_problem,omitempty"` // why there is no GPU
+}
+
+type ncclInfo struct {
+	Path        string   `json:"path,omitempty"`
+	Version     string   `json:"version,omitempty"`      // "2.28.3"
+	VersionCode int      `json:"version_code,omitempty"` // 22803
+	Problem     *problem `json:"problem,omitempty"`
+}
+
+type driverInfo struct {
+	Path        string   `json:"path,omitempty"`
+	Version     string   `json:"version,omitempty"`      // the CUDA version the driver supports: "13.0"
+	VersionCode int      `json:"version_code,omitempty"` // 13000
+	Problem     *problem `json:"problem,omitempty"`
+}
+
+type gpuInfo struct {
+	Index             int     `json:"index"`
+	Name              string  `json:"name"`
+	PCIBusID          string  `json:"pci_bus_id"`
+	UUID              string  `json:"uuid"`
+	ComputeCapability string  `json:"compute_capability"` // "9.0"
+	MemoryBytes       uint64  `json:"memory_bytes"`
+	MemoryGiB         float64 `json:"memory_gib"`
+	Error             string  `json:"error,omitempty"` // the first query that failed
+}
+
+// runInfo is `nccl4go info`: a diagnosis that exits 0 even when NCCL, the
+// driver or every GPU is missing.
+func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("info", "[-json]",
+		"Show the NCCL library and the CUDA driver this program loads, and every visible GPU.\n"+
+			"Where something is missing it says what, and how to fix it.")
+	jsonOut := fs.Bool("json", false, "print one JSON document")
+	if err := fs.parse(args, stdout); err != nil {
+		return err
+	}
+	rep := gatherInfo()
+	if *jsonOut {
+		return writeJSON(stdout, rep)
+	}
+	return printInfo(stdout, rep)
+}
+
+// gatherInfo asks the libraries everything they can tell.
+func gatherInfo() infoReport {
+	var rep infoReport
+	n := loadNCCL()
+	rep.NCCL = ncclInfo{Path: n.path, Problem: n.problem}
+	if n.problem == nil {
+		rep.NCCL.Version, rep.NCCL.VersionCode = n.release.String(), int(n.release)
+	}
+	d := loadDriver()
+	rep.CUDA = driverInfo{Path: d.path, VersionCode: d.version, Problem: d.problem}
+	if d.version != 0 {
+		rep.CUDA.Version = cuda.FormatDriverVersion(d.version)
+	}
+	rep.GPUs = []gpuInfo{}
+	count, p := countGPUs()
+	if p != nil && d.problem != nil {
+		p = &problem{Reason: "no GPU: no CUDA driver (see above)"}
+	}
+	rep.GPUProblem = p
+	for i := range count {
+		rep.GPUs = append(rep.GPUs, describeGPU(cuda.Device(i)))
+	}
+	return rep
+}
+
+// describeGPU reads one GPU's identity; a failed query leaves its field
+// empty and is kept in Error.
+func describeGPU(d cuda.Device) gpuInfo {
+	g := gpuInfo{Index: int(d)}
+	keep := func(err error) {
+		if err != nil && g.Error == "" {
+			g.Error = err.Error()
+		}
+	}
+	var err error
+	g.Name, err = d.Name()
+	keep(err)
+	g.PCIBusID, err = d.PCIBusID()
+	keep(err)
+	g.UUID, err = d.UUID()
+	keep(err)
+	if major, minor, err := d.ComputeCapability(); err == nil {
+		g.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
+	} else {
+		keep(err)
+	}
+	g.MemoryBytes, err = d.TotalMemory()
+	keep(err)
+	g.MemoryGiB = gib(g.MemoryBytes)
+	return g
+}
+
+// printInfo writes the report as text: the libraries, then a GPU table.
+func printInfo(w io.Writer, rep infoReport) error {
+	t := newTable(w)
+	if p := rep.NCCL.Problem; p != nil {
+		t.problem("NCCL", p)
+	} else {
+		t.row("NCCL", rep.NCCL.Version, rep.NCCL.Path)
+	}
+	if p := rep.CUDA.Problem; p != nil {
+		t.problem("CUDA driver", p)
+	} else {
+		t.row("CUDA driver", rep.CUDA.Version, rep.CUDA.Path)
+	}
+	if p := rep.GPUProblem; p != nil {
+		t.problem("GPUs", p)
+	} else {
+		t.row("GPUs", strconv.Itoa(len(rep.GPUs)))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(rep.GPUs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	t = newTable(w)
+	t.row("GPU", "NAME", "PCI BUS ID", "UUID", "CC", "MEMORY")
+	var failed []gpuInfo
+	for _, g := range rep.GPUs {
+		mem := "?"
+		if g.MemoryBytes != 0 {
+			mem = formatGiB(g.MemoryBytes)
+		}
+		t.row(strconv.Itoa(g.Index), orUnknown(g.Name), orUnknown(g.PCIBusID), orUnknown(g.UUID),
+			orUnknown(g.ComputeCapability), mem)
+		if g.Error != "" {
+			failed = append(failed, g)
+		}
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	for _, g := range failed {
+		fmt.Fprintf(w, "GPU %d: %s\n", g.Index, g.Error)
+	}
+	return nil
+}

@@ -1,0 +1,566 @@
+package nccl_test
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/faketest"
+)
+
+// CPU tests of the collectives, on the fake libraries: every check the
+// binding makes before calling NCCL (one test each), single-rank data
+// movement, the in-progress protocol, and the hot path's allocations.
+
+// collFake runs fn against the default fake libraries (NCCL 2.30.7, two
+// devices of compute capability 9.0), with extra environment.
+func collFake(t *testing.T, fn func(t *testing.T), extra ...string) {
+	t.Helper()
+	faketest.Run(t, faketest.Env{Extra: extra}, fn)
+}
+
+// collComm is rank of an nranks communicator on device dev (the fake never
+// waits for the other ranks), destroyed at the end of the test.
+func collComm(t *testing.T, nranks, rank, dev int) *nccl.Communicator {
+	t.Helper()
+	id, err := nccl.NewUniqueID()
+	if err != nil {
+		t.Fatalf("NewUniqueID: %v", err)
+	}
+	c, err := nccl.Init(nranks, rank, id, &nccl.Config{Device: nccl.Ptr(dev)})
+	if err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	t.Cleanup(func() { c.Destroy() })
+	return c
+}
+
+// collSlice allocates host's values on dev, freed at the end of the test.
+func collSlice[T cuda.Elem](t *testing.T, dev int, host ...T) cuda.Slice[T] {
+	t.Helper()
+	s, err := cuda.AllocFrom(cuda.Device(dev), host)
+	if err != nil {
+		t.Fatalf("AllocFrom: %v", err)
+	}
+	t.Cleanup(func() { s.Free() })
+	return s
+}
+
+func collBuf[T cuda.Elem](t *testing.T, dev int, host ...T) nccl.Buffer {
+	t.Helper()
+	return nccl.BufferOf(collSlice(t, dev, host...))
+}
+
+// wantArgErr checks that err is an *ArgError of op about arg, matching
+// ErrInvalidArgument, whose reason contains each of words.
+func wantArgErr(t *testing.T, err error, op, arg string, words ...string) {
+	t.Helper()
+	var ae *nccl.ArgError
+	if !errors.As(err, &ae) || !errors.Is(err, nccl.ErrInvalidArgument) {
+		t.Fatalf("error %v (%T), want an *ArgError of %s about %s", err, err, op, arg)
+	}
+	if ae.Op != op || ae.Arg != arg {
+		t.Fatalf("ArgError{Op: %q, Arg: %q, Reason: %q}, want Op %q Arg %q", ae.Op, ae.Arg, ae.Reason, op, arg)
+	}
+	for _, w := range words {
+		if !strings.Contains(ae.Reason, w) {
+			t.Errorf("reason %q lacks %q", ae.Reason, w)
+		}
+	}
+}
+
+// noNCCLCall checks that the fake NCCL never saw fn.
+func noNCCLCall(t *testing.T, fn string) {
+	t.Helper()
+	if n := faketest.Calls(t, fn); n != 0 {
+		t.Errorf("%s called %d times; the binding should have refused first", fn, n)
+	}
+}
+
+func f32s(n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(i)*0.75 - 3.5
+	}
+	return v
+}
+
+func TestCollectiveBufferOnOtherDevice(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		send := collBuf(t, 1, f32s(4)...)
+		recv := collBuf(t, 0, f32s(4)...)
+		wantArgErr(t, c.AllReduce(send, recv, nccl.Sum, cuda.Stream{}), "AllReduce", "send", "device 1", "device 0")
+		wantArgErr(t, c.Send(send, 0, cuda.Stream{}), "Send", "buf", "device 1")
+		noNCCLCall(t, "ncclAllReduce")
+	})
+}
+
+func TestCollectiveTypeMismatch(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		send := collBuf(t, 0, f32s(4)...)
+		recv := collBuf[int32](t, 0, 1, 2, 3, 4)
+		wantArgErr(t, c.AllReduce(send, recv, nccl.Sum, cuda.Stream{}), "AllReduce", "recv", "ncclInt32", "ncclFloat32")
+		wantArgErr(t, c.AllGather(send, recv, cuda.Stream{}), "AllGather", "recv", "ncclInt32")
+		noNCCLCall(t, "ncclAllReduce")
+	})
+}
+
+func TestAllReduceCountMismatch(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		err := c.AllReduce(collBuf(t, 0, f32s(4)...), collBuf(t, 0, f32s(5)...), nccl.Sum, cuda.Stream{})
+		wantArgErr(t, err, "AllReduce", "recv", "5 elements", "4")
+	})
+}
+
+func TestBroadcastRootCountMismatch(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 1, 0)
+		err := c.Broadcast(collBuf(t, 0, f32s(3)...), collBuf(t, 0, f32s(4)...), 1, cuda.Stream{})
+		wantArgErr(t, err, "Broadcast", "send", "3 elements")
+		// Not the root: send is not read.
+		if err := c.Broadcast(collBuf(t, 0, f32s(3)...), collBuf(t, 0, f32s(4)...), 0, cuda.Stream{}); err != nil {
+			t.Errorf("Broadcast off the root: %v", err)
+		}
+	})
+}
+
+func TestReduceRootCountMismatch(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		err := c.Reduce(collBuf(t, 0, f32s(4)...), collBuf(t, 0, f32s(8)...), nccl.Sum, 0, cuda.Stream{})
+		wantArgErr(t, err, "Reduce", "recv", "8 elements", "4")
+	})
+}
+
+func TestAllGatherCountNotNRanksTimesSend(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		err := c.AllGather(collBuf(t, 0, f32s(4)...), collBuf(t, 0, f32s(9)...), cuda.Stream{})
+		wantArgErr(t, err, "AllGather", "recv", "9 elements", "2*4")
+	})
+}
+
+func TestReduceScatterCountNotNRanksTimesRecv(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		// 9 = 2*4 + 1: nccl4py would drop the last element; nccl4go refuses.
+		err := c.ReduceScatter(collBuf(t, 0, f32s(9)...), collBuf(t, 0, f32s(4)...), nccl.Sum, cuda.Stream{})
+		wantArgErr(t, err, "ReduceScatter", "send", "9 elements", "2*4")
+	})
+}
+
+func TestAllToAllCountMismatch(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		err := c.AllToAll(collBuf(t, 0, f32s(8)...), collBuf(t, 0, f32s(10)...), cuda.Stream{})
+		wantArgErr(t, err, "AllToAll", "recv", "10 elements", "8")
+	})
+}
+
+func TestAllToAllRemainder(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		err := c.AllToAll(collBuf(t, 0, f32s(9)...), collBuf(t, 0, f32s(9)...), cuda.Stream{})
+		wantArgErr(t, err, "AllToAll", "send", "9 elements", "multiple of nranks 2")
+		noNCCLCall(t, "ncclAlltoAll")
+	})
+}
+
+func TestGatherRootCount(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 1, 0)
+		err := c.Gather(collBuf(t, 0, f32s(4)...), collBuf(t, 0, f32s(7)...), 1, cuda.Stream{})
+		wantArgErr(t, err, "Gather", "recv", "7 elements", "2*4")
+	})
+}
+
+func TestScatterRootCount(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		err := c.Scatter(collBuf(t, 0, f32s(7)...), collBuf(t, 0, f32s(4)...), 0, cuda.Stream{})
+		wantArgErr(t, err, "Scatter", "send", "7 elements", "2*4")
+	})
+}
+
+// Off the root, the unused buffer may be the zero Buffer.
+func TestRootedCollectivesOffRootTakeZeroBuffer(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 1, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		s := cuda.Stream{}
+		for name, err := range map[string]error{
+			"Broadcast": c.Broadcast(nccl.Buffer{}, b, 0, s),
+			"Reduce":    c.Reduce(b, nccl.Buffer{}, nccl.Max, 0, s),
+			"Gather":    c.Gather(b, nccl.Buffer{}, 0, s),
+			"Scatter":   c.Scatter(nccl.Buffer{}, b, 0, s),
+		} {
+			if err != nil {
+				t.Errorf("%s off the root with the zero Buffer: %v", name, err)
+			}
+		}
+		// On the root the same calls are refused.
+		wantArgErr(t, c.Broadcast(nccl.Buffer{}, b, 1, s), "Broadcast", "send", "null")
+		wantArgErr(t, c.Reduce(b, nccl.Buffer{}, nccl.Sum, 1, s), "Reduce", "recv", "null")
+	})
+}
+
+func TestRootOutOfRange(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		big := collBuf(t, 0, f32s(8)...)
+		s := cuda.Stream{}
+		for _, root := range []int{-1, 2} {
+			wantArgErr(t, c.Broadcast(b, b, root, s), "Broadcast", "root", "not in [0, 2)")
+			wantArgErr(t, c.Reduce(b, b, nccl.Sum, root, s), "Reduce", "root")
+			wantArgErr(t, c.Gather(b, big, root, s), "Gather", "root")
+			wantArgErr(t, c.Scatter(big, b, root, s), "Scatter", "root")
+		}
+		noNCCLCall(t, "ncclBroadcast")
+	})
+}
+
+func TestEmptyBuffer(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		s := collSlice(t, 0, f32s(4)...)
+		empty, err := s.Sub(2, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantArgErr(t, c.AllReduce(nccl.BufferOf(empty), nccl.BufferOf(empty), nccl.Sum, cuda.Stream{}), "AllReduce", "send", "0 elements")
+	})
+}
+
+func TestZeroBuffer(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		wantArgErr(t, c.AllReduce(nccl.Buffer{}, b, nccl.Sum, cuda.Stream{}), "AllReduce", "send", "null device address")
+	})
+}
+
+func TestFreedBuffer(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		s, err := cuda.AllocFrom(0, f32s(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := nccl.BufferOf(s)
+		s.Free()
+		err = c.AllReduce(nccl.BufferOf(s), b, nccl.Sum, cuda.Stream{})
+		wantArgErr(t, err, "AllReduce", "send", "freed")
+		if !errors.Is(err, nccl.ErrClosed) {
+			t.Errorf("%v does not match ErrClosed", err)
+		}
+	})
+}
+
+func TestUnknownDataType(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		s := collSlice(t, 0, f32s(4)...)
+		raw := nccl.RawBuffer(s.Ptr(), 4, nccl.DataType(42), 0)
+		wantArgErr(t, c.AllReduce(raw, raw, nccl.Sum, cuda.Stream{}), "AllReduce", "send", "unknown data type 42")
+	})
+}
+
+func TestInvalidReductionOperator(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		wantArgErr(t, c.AllReduce(b, b, nccl.RedOp(-1), cuda.Stream{}), "AllReduce", "op", "not a reduction operator")
+		// A value in the custom range that no CustomOp of c has.
+		wantArgErr(t, c.ReduceScatter(b, b, nccl.RedOp(77), cuda.Stream{}), "ReduceScatter", "op", "not an open custom operator")
+	})
+}
+
+func TestFloat8ReductionNeedsSM90(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, cuda.Float8E4M3From(1.5), cuda.Float8E4M3From(-2))
+		err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{})
+		if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "compute capability 9.0") {
+			t.Errorf("fp8 AllReduce on sm_80: %v, want ErrUnsupported naming compute capability 9.0", err)
+		}
+		// Moving fp8 data needs no sm_90.
+		if err := c.AllGather(b, b, cuda.Stream{}); err != nil {
+			t.Errorf("fp8 AllGather on sm_80: %v", err)
+		}
+		noNCCLCall(t, "ncclAllReduce")
+	}, "FAKE_CUDA_CC=80")
+}
+
+func TestFloat8NeedsNCCL2243(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 22304}, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, cuda.Float8E5M2From(1.5))
+		err := c.AllGather(b, b, cuda.Stream{})
+		var ue *nccl.UnsupportedError
+		if !errors.As(err, &ue) || ue.Since != 22403 {
+			t.Errorf("fp8 on NCCL 2.23.4: %v, want an UnsupportedError since 2.24.3", err)
+		}
+	})
+}
+
+func TestStreamOfOtherDevice(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		s, err := cuda.Device(1).NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Destroy()
+		wantArgErr(t, c.AllReduce(b, b, nccl.Sum, s), "AllReduce", "stream", "cuda:1", "cuda:0")
+		wantArgErr(t, c.Recv(b, 0, s), "Recv", "stream", "cuda:1")
+		noNCCLCall(t, "ncclAllReduce")
+	})
+}
+
+func TestStreamDestroyed(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		s, err := cuda.Device(0).NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Destroy()
+		err = c.AllReduce(b, b, nccl.Sum, s)
+		wantArgErr(t, err, "AllReduce", "stream", "destroyed")
+		if !errors.Is(err, cuda.ErrClosed) {
+			t.Errorf("%v does not match cuda.ErrClosed", err)
+		}
+	})
+}
+
+func TestOverlapNotInPlace(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		s := collSlice(t, 0, f32s(8)...)
+		a, _ := s.Sub(0, 4)
+		b, _ := s.Sub(1, 5)
+		wantArgErr(t, c.AllReduce(nccl.BufferOf(a), nccl.BufferOf(b), nccl.Sum, cuda.Stream{}), "AllReduce", "recv", "overlaps", "recv == send")
+		noNCCLCall(t, "ncclAllReduce")
+	})
+}
+
+func TestAllToAllInPlaceRejected(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		b := collBuf(t, 0, f32s(8)...)
+		wantArgErr(t, c.AllToAll(b, b, cuda.Stream{}), "AllToAll", "recv", "does not work in place")
+	})
+}
+
+// In place, AllGather's send must be this rank's block of recv and
+// ReduceScatter's recv this rank's block of send; any other overlap is
+// refused.
+func TestInPlaceLayouts(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 1, 0)
+		s := cuda.Stream{}
+		all := collSlice(t, 0, f32s(8)...)
+		block0, _ := all.Sub(0, 4)
+		block1, _ := all.Sub(4, 8)
+		if err := c.AllGather(nccl.BufferOf(block1), nccl.BufferOf(all), s); err != nil {
+			t.Errorf("AllGather in place at rank 1's block: %v", err)
+		}
+		wantArgErr(t, c.AllGather(nccl.BufferOf(block0), nccl.BufferOf(all), s), "AllGather", "recv", "send == recv + rank*send.Bytes()")
+		if err := c.ReduceScatter(nccl.BufferOf(all), nccl.BufferOf(block1), nccl.Sum, s); err != nil {
+			t.Errorf("ReduceScatter in place at rank 1's block: %v", err)
+		}
+		wantArgErr(t, c.ReduceScatter(nccl.BufferOf(all), nccl.BufferOf(block0), nccl.Sum, s), "ReduceScatter", "recv", "recv == send + rank*recv.Bytes()")
+		if err := c.Gather(nccl.BufferOf(block1), nccl.BufferOf(all), 1, s); err != nil {
+			t.Errorf("Gather in place on the root: %v", err)
+		}
+		wantArgErr(t, c.Gather(nccl.BufferOf(block0), nccl.BufferOf(all), 1, s), "Gather", "recv", "in-place layout")
+		if err := c.Scatter(nccl.BufferOf(all), nccl.BufferOf(block1), 1, s); err != nil {
+			t.Errorf("Scatter in place on the root: %v", err)
+		}
+		wantArgErr(t, c.Scatter(nccl.BufferOf(all), nccl.BufferOf(block0), 1, s), "Scatter", "recv", "in-place layout")
+	})
+}
+
+func TestNewCollectivesNeedNCCL2283(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 22703}, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		s := cuda.Stream{}
+		for name, err := range map[string]error{
+			"ncclAlltoAll": c.AllToAll(b, collBuf(t, 0, f32s(4)...), s),
+			"ncclGather":   c.Gather(b, collBuf(t, 0, f32s(4)...), 0, s),
+			"ncclScatter":  c.Scatter(b, collBuf(t, 0, f32s(4)...), 0, s),
+		} {
+			var ue *nccl.UnsupportedError
+			if !errors.As(err, &ue) || ue.Func != name || ue.Since != 22803 {
+				t.Errorf("%s on NCCL 2.27.3: %v, want an UnsupportedError since 2.28.3", name, err)
+			}
+		}
+	})
+}
+
+func TestCollectiveOnNullAndDestroyedCommunicator(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		b := collBuf(t, 0, f32s(4)...)
+		var null nccl.Communicator
+		if err := null.AllReduce(b, b, nccl.Sum, cuda.Stream{}); !errors.Is(err, nccl.ErrNotInitialized) {
+			t.Errorf("AllReduce on the null communicator: %v", err)
+		}
+		var nilc *nccl.Communicator
+		if err := nilc.Send(b, 0, cuda.Stream{}); !errors.Is(err, nccl.ErrNotInitialized) {
+			t.Errorf("Send on a nil *Communicator: %v", err)
+		}
+		c := collComm(t, 1, 0, 0)
+		if err := c.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{}); !errors.Is(err, nccl.ErrClosed) {
+			t.Errorf("AllReduce after Destroy: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// With one rank the fake moves the data, so results are checkable.
+func TestOneRankDataMovement(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		s, err := cuda.Device(0).NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Destroy()
+		in := f32s(6)
+		send := collSlice(t, 0, in...)
+		check := func(what string, got cuda.Slice[float32], want []float32) {
+			t.Helper()
+			h, err := got.ToHost()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if h[i] != want[i] {
+					t.Fatalf("%s: %v, want %v", what, h, want)
+				}
+			}
+		}
+		calls := []struct {
+			name string
+			call func(send, recv nccl.Buffer) error
+		}{
+			{"AllReduce", func(a, b nccl.Buffer) error { return c.AllReduce(a, b, nccl.Sum, s) }},
+			{"Broadcast", func(a, b nccl.Buffer) error { return c.Broadcast(a, b, 0, s) }},
+			{"Reduce", func(a, b nccl.Buffer) error { return c.Reduce(a, b, nccl.Min, 0, s) }},
+			{"AllGather", func(a, b nccl.Buffer) error { return c.AllGather(a, b, s) }},
+			{"ReduceScatter", func(a, b nccl.Buffer) error { return c.ReduceScatter(a, b, nccl.Avg, s) }},
+			{"AllToAll", func(a, b nccl.Buffer) error { return c.AllToAll(a, b, s) }},
+			{"Gather", func(a, b nccl.Buffer) error { return c.Gather(a, b, 0, s) }},
+			{"Scatter", func(a, b nccl.Buffer) error { return c.Scatter(a, b, 0, s) }},
+		}
+		for _, k := range calls {
+			recv := collSlice(t, 0, make([]float32, 6)...)
+			if err := k.call(nccl.BufferOf(send), nccl.BufferOf(recv)); err != nil {
+				t.Fatalf("%s: %v", k.name, err)
+			}
+			check(k.name, recv, in)
+		}
+	})
+}
+
+// A blocking communicator whose collectives NCCL reports in progress (as
+// real NCCL does for several ranks) waits for each; a non-blocking one
+// returns at once and waits before its next call.
+func TestCollectiveInProgress(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		for i := range 3 {
+			if err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatalf("blocking AllReduce %d: %v", i, err)
+			}
+			if err := c.AsyncError(); err != nil {
+				t.Fatalf("after blocking AllReduce %d: %v, want idle", i, err)
+			}
+		}
+		id, _ := nccl.NewUniqueID()
+		nb, err := nccl.Init(2, 0, id, &nccl.Config{Blocking: nccl.Ptr(false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nb.Destroy()
+		if err := nb.Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := nb.AllReduce(b, b, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatalf("non-blocking AllReduce %d: %v", i, err)
+			}
+		}
+		if err := nb.AsyncError(); !errors.Is(err, nccl.ErrInProgress) {
+			t.Errorf("AsyncError right after a non-blocking AllReduce: %v, want ErrInProgress", err)
+		}
+		if err := nb.Wait(t.Context()); err != nil {
+			t.Errorf("Wait: %v", err)
+		}
+	}, "FAKE_NCCL_COLL_POLLS=3")
+}
+
+// An NCCL failure comes back as an *Error naming the operation, with
+// NCCL's last error as detail.
+func TestCollectiveNCCLError(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{})
+		var ne *nccl.Error
+		if !errors.As(err, &ne) || ne.Op != "AllReduce" || ne.Code != nccl.SystemError || !errors.Is(err, nccl.ErrSystem) {
+			t.Fatalf("AllReduce with ncclSystemError: %v", err)
+		}
+	}, "FAKE_NCCL_FAIL=ncclAllReduce=2")
+}
+
+// The hot path: no heap allocation and one cgo call per AllReduce.
+func TestAllReduceNoAllocations(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(1)...)
+		s, err := cuda.Device(0).NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Destroy()
+		call := func() {
+			if err := c.AllReduce(b, b, nccl.Sum, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		call() // the first call fills the caches (slow path)
+		if n := testing.AllocsPerRun(1000, call); n != 0 {
+			t.Errorf("AllReduce: %v allocations per call, want 0", n)
+		}
+		before := runtime.NumCgoCall()
+		for range 100 {
+			call()
+		}
+		if d := runtime.NumCgoCall() - before; d != 100 {
+			t.Errorf("%d cgo calls for 100 AllReduce calls, want 100", d)
+		}
+		// A custom operator and the default stream stay on the hot path.
+		op, err := nccl.PreMulSum(c, float32(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer op.Close()
+		if n := testing.AllocsPerRun(1000, func() { c.AllReduce(b, b, op.Op(), cuda.Stream{}) }); n != 0 {
+			t.Errorf("AllReduce with a CustomOp: %v allocations per call, want 0", n)
+		}
+	})
+}

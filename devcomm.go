@@ -1,0 +1,566 @@
+package nccl
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// DevCommRequirements says what a device communicator needs
+// (ncclDevCommRequirements_t, every field up to NCCL 2.30.7). A nil field
+// keeps NCCL's initializer value: GINContextCount 4, GINTrafficClass unset
+// (INT_MIN), GINStrongSignalsRequired and GINVASignalsRequired true, every
+// other count 0 and flag false. A field the loaded NCCL does not know makes
+// CreateDevComm fail with an error wrapping ErrUnsupported that names it.
+// The resource and team requirement lists are not exposed (NULL).
+type DevCommRequirements struct {
+	// LSAMultimem requests multimem on the load/store-accessible team.
+	// NCCL 2.28.3.
+	LSAMultimem *bool
+	// LSABarrierCount is the number of LSA memory barriers. NCCL 2.28.3.
+	LSABarrierCount *int
+	// BarrierCount is the number of hybrid (LSA and network) barriers; from
+	// NCCL 2.29.4 these are GIN barriers, which need a GIN connection type.
+	// NCCL 2.28.7.
+	BarrierCount *int
+	// RailGINBarrierCount is the number of railed GIN barriers. NCCL 2.28.7.
+	RailGINBarrierCount *int
+	// LSALLA2ABlockCount and LSALLA2ASlotCount size the LSA low-latency
+	// all-to-all. NCCL 2.28.7.
+	LSALLA2ABlockCount, LSALLA2ASlotCount *int
+	// GINForceEnable forces GIN on (deprecated since 2.29.7, where it means
+	// GINConnectionFull). NCCL 2.28.7.
+	GINForceEnable *bool
+	// GINContextCount is a hint for the number of GIN contexts (default 4).
+	// NCCL 2.28.7.
+	GINContextCount *int
+	// GINSignalCount and GINCounterCount are the numbers of GIN signals and
+	// counters (their ids start at 0). NCCL 2.28.7.
+	GINSignalCount, GINCounterCount *int
+	// GINConnectionType enables GIN: GIN resources need FULL or RAIL.
+	// NCCL 2.29.7.
+	GINConnectionType *GINConnectionType
+	// GINExclusiveContexts gives the device communicator its own GIN
+	// contexts. NCCL 2.29.7.
+	GINExclusiveContexts *bool
+	// GINQueueDepth is the depth of the GIN queues (0: NCCL's). NCCL 2.29.7.
+	GINQueueDepth *int
+	// GINTrafficClass is the network traffic class of GIN traffic.
+	// NCCL 2.30.3.
+	GINTrafficClass *int
+	// WorldGINBarrierCount is the number of world network barriers.
+	// NCCL 2.30.3.
+	WorldGINBarrierCount *int
+	// GINStrongSignalsRequired and GINVASignalsRequired (default true): if
+	// false, kernels must not use strong (or VA) signals. NCCL 2.30.7.
+	GINStrongSignalsRequired, GINVASignalsRequired *bool
+}
+
+// reqField is one requirement field: its C name, first release and whether
+// it is set.
+type reqField struct {
+	name  string
+	since Release
+	set   bool
+}
+
+// devCommLayout is the requirements layout and the device communicator
+// size of a loaded release.
+type devCommLayout struct {
+	family   int     // capi.ReqsV22803, ReqsV22807 or ReqsVersioned
+	declared Release // the version the struct declares (versioned family)
+	size     int     // requirements size (versioned family)
+	devComm  int     // bytes of ncclDevComm_t NCCL writes
+}
+
+// layoutFor picks the layout for loaded release r (nccl-abi.md §4.4).
+func layoutFor(r Release) devCommLayout {
+	switch {
+	case r < 22807:
+		return devCommLayout{family: capi.ReqsV22803, declared: r, devComm: 88}
+	case r < 22902:
+		return devCommLayout{family: capi.ReqsV22807, declared: r, devComm: 200}
+	}
+	v := deviceAPIVersion(r)
+	switch {
+	case v < 22905:
+		return devCommLayout{family: capi.ReqsVersioned, declared: v, size: 72, devComm: 200}
+	case v < 23000:
+		return devCommLayout{family: capi.ReqsVersioned, declared: v, size: 88, devComm: 224}
+	}
+	return devCommLayout{family: capi.ReqsVersioned, declared: v, size: 96, devComm: 240}
+}
+
+// encode validates q for loaded release r and lays it out.
+func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayout, error) {
+	l := layoutFor(r)
+	var z DevCommRequirements
+	if q == nil {
+		q = &z
+	}
+	avail := l.declared // fields the struct of that release has
+	fields := []reqField{
+		{"lsaMultimem", 22803, q.LSAMultimem != nil},
+		{"lsaBarrierCount", 22803, q.LSABarrierCount != nil},
+		{"barrierCount", 22807, q.BarrierCount != nil},
+		{"railGinBarrierCount", 22807, q.RailGINBarrierCount != nil},
+		{"lsaLLA2ABlockCount", 22807, q.LSALLA2ABlockCount != nil},
+		{"lsaLLA2ASlotCount", 22807, q.LSALLA2ASlotCount != nil},
+		{"ginForceEnable", 22807, q.GINForceEnable != nil},
+		{"ginContextCount", 22807, q.GINContextCount != nil},
+		{"ginSignalCount", 22807, q.GINSignalCount != nil},
+		{"ginCounterCount", 22807, q.GINCounterCount != nil},
+		{"ginConnectionType", 22907, q.GINConnectionType != nil},
+		{"ginExclusiveContexts", 22907, q.GINExclusiveContexts != nil},
+		{"ginQueueDepth", 22907, q.GINQueueDepth != nil},
+		{"ginTrafficClass", 23003, q.GINTrafficClass != nil},
+		{"worldGinBarrierCount", 23003, q.WorldGINBarrierCount != nil},
+		{"ginStrongSignalsRequired", 23007, q.GINStrongSignalsRequired != nil},
+		{"ginVaSignalsRequired", 23007, q.GINVASignalsRequired != nil},
+	}
+	for _, f := range fields {
+		if f.set && avail < f.since {
+			return nil, l, &UnsupportedError{Func: "ncclDevCommRequirements_t." + f.name, Since: f.since, Loaded: r}
+		}
+	}
+	var err error
+	count := func(p *int, field string) int32 {
+		if p == nil || err != nil {
+			return 0
+		}
+		if *p < 0 || *p > 1<<31-1 {
+			err = argErr(op, "DevCommRequirements."+field, "%d: must be in [0, 2^31)", *p)
+			return 0
+		}
+		return int32(*p)
+	}
+	flag := func(p *bool, def bool) bool {
+		if p == nil {
+			return def
+		}
+		return *p
+	}
+	raw := capi.DevCommReqs{
+		LsaMultimem:          flag(q.LSAMultimem, false),
+		BarrierCount:         count(q.BarrierCount, "BarrierCount"),
+		LsaBarrierCount:      count(q.LSABarrierCount, "LSABarrierCount"),
+		RailGinBarrierCount:  count(q.RailGINBarrierCount, "RailGINBarrierCount"),
+		LsaLLA2ABlockCount:   count(q.LSALLA2ABlockCount, "LSALLA2ABlockCount"),
+		LsaLLA2ASlotCount:    count(q.LSALLA2ASlotCount, "LSALLA2ASlotCount"),
+		GinForceEnable:       flag(q.GINForceEnable, false),
+		GinContextCount:      4,
+		GinSignalCount:       count(q.GINSignalCount, "GINSignalCount"),
+		GinCounterCount:      count(q.GINCounterCount, "GINCounterCount"),
+		GinExclusiveContexts: flag(q.GINExclusiveContexts, false),
+		GinQueueDepth:        count(q.GINQueueDepth, "GINQueueDepth"),
+		WorldGinBarrierCount: count(q.WorldGINBarrierCount, "WorldGINBarrierCount"),
+	}
+	if q.GINContextCount != nil {
+		raw.GinContextCount = count(q.GINContextCount, "GINContextCount")
+	}
+	if err != nil {
+		return nil, l, err
+	}
+	if q.GINConnectionType != nil {
+		t := *q.GINConnectionType
+		if t < GINConnectionNone || t > GINConnectionRail {
+			return nil, l, argErr(op, "DevCommRequirements.GINConnectionType", "%d: not NONE, FULL or RAIL", int32(t))
+		}
+		raw.GinConnectionType = int32(t)
+	}
+	// Fields past the declared layout stay as NCCL's own struct has them:
+	// ginTrafficClass is padding before 2.30.3, the two flags before 2.30.7.
+	if avail >= 23003 {
+		raw.GinTrafficClass = capi.UndefInt
+		if q.GINTrafficClass != nil {
+			if *q.GINTrafficClass < 0 || *q.GINTrafficClass > 1<<31-1 {
+				return nil, l, argErr(op, "DevCommRequirements.GINTrafficClass", "%d: must be >= 0", *q.GINTrafficClass)
+			}
+			raw.GinTrafficClass = int32(*q.GINTrafficClass)
+		}
+	}
+	if avail >= 23007 {
+		raw.GinStrongSignalsRequired = flag(q.GINStrongSignalsRequired, true)
+		raw.GinVaSignalsRequired = flag(q.GINVASignalsRequired, true)
+	}
+	// From 2.29.7 NCCL rejects GIN resources without GIN enabled
+	// (ncclDevrCommCreateInternal): say which field is missing first.
+	if r >= 22907 {
+		gin := raw.GinSignalCount > 0 || raw.GinCounterCount > 0 || raw.BarrierCount > 0 ||
+			raw.RailGinBarrierCount > 0 || raw.WorldGinBarrierCount > 0
+		if gin && raw.GinConnectionType == int32(GINConnectionNone) && !raw.GinForceEnable {
+			return nil, l, argErr(op, "DevCommRequirements.GINConnectionType",
+				"GIN resources (signals, counters, BarrierCount, RailGINBarrierCount or WorldGINBarrierCount) need a GIN connection: set GINConnectionFull or GINConnectionRail (for LSA-only barriers use LSABarrierCount)")
+		}
+	}
+	return capi.EncodeDevCommReqs(raw, l.family, uint32(l.declared), l.size), l, nil
+}
+
+// needsGIN reports whether q asks for GIN (a connection type, or resources).
+func (q *DevCommRequirements) needsGIN() (bool, GINConnectionType) {
+	if q == nil {
+		return false, GINConnectionNone
+	}
+	conn := GINConnectionNone
+	if q.GINConnectionType != nil {
+		conn = *q.GINConnectionType
+	}
+	if q.GINForceEnable != nil && *q.GINForceEnable && conn == GINConnectionNone {
+		conn = GINConnectionFull
+	}
+	return conn != GINConnectionNone, conn
+}
+
+// DevComm is a device communicator (ncclDevComm_t): the struct NCCL's
+// device API kernels take, made by CreateDevComm. It is tracked by its
+// communicator: Destroy and Abort close it. Safe for concurrent use.
+type DevComm struct {
+	c      *Communicator
+	ptr    uintptr      // the ncclComm_t it belongs to
+	store  capi.DevComm // C memory NCCL writes, possibly at a group's end
+	layout devCommLayout
+	comp   completion
+	// guarded by c.mu
+	state  resState
+	err    error
+	devMem cuda.Slice[uint8] // the device copy, made by DevicePtr
+	hasDev bool
+}
+
+// CreateDevComm creates a device communicator (ncclDevCommCreate) with
+// reqs (nil: NCCL's defaults). Where the loaded NCCL reports the
+// communicator's device-API properties (2.29.2), requests it cannot meet
+// (no device-API support, multimem, GIN) fail first with an error wrapping
+// ErrUnsupported. Collective. Inside a group, or on a non-blocking
+// communicator, the struct is written when NCCL's work is over (see
+// Window). NCCL 2.28.3 (the requirements layout changed in 2.28.7 and
+// 2.29.2; the binding declares the loaded release's).
+func (c *Communicator) CreateDevComm(reqs *DevCommRequirements) (*DevComm, error) {
+	return c.CreateDevCommContext(plain, reqs)
+}
+
+// CreateDevCommContext is CreateDevComm whose wait for the other ranks
+// (blocking communicators) is bounded by ctx: when ctx ends first, the
+// communicator is aborted.
+func (c *Communicator) CreateDevCommContext(ctx context.Context, reqs *DevCommRequirements) (*DevComm, error) {
+	const op = "CreateDevComm"
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := loaded()
+	if err != nil {
+		return nil, err
+	}
+	if r < 22803 {
+		return nil, unsupported("ncclDevCommCreate")
+	}
+	raw, layout, err := reqs.encode(op, r)
+	if err != nil {
+		return nil, err
+	}
+	if r >= 22902 {
+		p, err := c.properties(op)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkDevCommProps(op, p, reqs); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		ptr, err := c.lockLive(op)
+		if err != nil {
+			return nil, err
+		}
+		store := capi.NewDevComm()
+		st := capi.DevCommCreate(ptr, raw, store)
+		if st.Code == capi.Pending {
+			c.mu.Unlock()
+			store.Free()
+			if err := c.wait(ctx, op); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if st.Code != 0 && Result(st.Code) != InProgress {
+			c.mu.Unlock()
+			store.Free()
+			return nil, statusErr(op, "ncclDevCommCreate", st)
+		}
+		d := &DevComm{c: c, ptr: ptr, store: store, layout: layout, comp: c.completionLocked(st)}
+		c.trackLocked(d)
+		c.life.pendingRes++
+		d.settleLocked()
+		blocking := c.blocking
+		c.mu.Unlock()
+		return d.finishCreate(ctx, op, blocking)
+	}
+}
+
+// checkDevCommProps refuses requests the communicator's properties rule out.
+func checkDevCommProps(op string, p *Properties, q *DevCommRequirements) error {
+	if !p.DeviceAPISupport {
+		return fmt.Errorf("nccl: %s: this communicator has no device-API support (ncclCommProperties_t.deviceApiSupport is false: its ranks' memory is not all load/store accessible): %w", op, ErrUnsupported)
+	}
+	if q != nil && q.LSAMultimem != nil && *q.LSAMultimem && !p.MultimemSupport {
+		return fmt.Errorf("nccl: %s: LSAMultimem: this communicator has no multimem support: %w", op, ErrUnsupported)
+	}
+	if gin, conn := q.needsGIN(); gin {
+		t := p.GINType
+		if conn == GINConnectionRail && p.RailedGINType != nil {
+			t = *p.RailedGINType
+		}
+		if t == GINNone {
+			return fmt.Errorf("nccl: %s: GIN connection %s: this communicator has no GPU-initiated networking of that kind (GIN type NONE): %w", op, conn, ErrUnsupported)
+		}
+	}
+	return nil
+}
+
+// finishCreate waits for a blocking communicator's device communicator
+// outside a group and turns a failure into an error.
+func (d *DevComm) finishCreate(ctx context.Context, op string, blocking bool) (*DevComm, error) {
+	c := d.c
+	var waitErr error
+	if completes(ctx, blocking) && !d.comp.inGroup {
+		waitErr = c.wait(ctx, op)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d.settleLocked()
+	switch d.state {
+	case resReady, resPending:
+		if waitErr != nil {
+			return nil, waitErr // broken (Abort closes d) or aborted
+		}
+		return d, nil
+	case resClosed:
+		return nil, waitErr
+	}
+	err := d.err
+	d.finishCloseLocked()
+	return nil, err
+}
+
+// settleLocked learns whether NCCL has written the struct (c.mu held).
+func (d *DevComm) settleLocked() {
+	if d.state != resPending {
+		return
+	}
+	done, err := d.c.jobDoneLocked("CreateDevComm", d.comp)
+	switch {
+	case !done:
+	case err != nil:
+		d.err = err
+		d.setStateLocked(resFailed)
+	default:
+		d.setStateLocked(resReady)
+	}
+}
+
+// setStateLocked moves d to state s (c.mu held).
+func (d *DevComm) setStateLocked(s resState) {
+	if d.state == resPending && s != resPending {
+		d.c.life.pendingRes--
+	}
+	d.state = s
+}
+
+// lock locks the communicator and checks d is usable; it returns with mu
+// held only on success.
+func (d *DevComm) lock(op string) error {
+	if d == nil || d.c == nil {
+		return closedErr(op, "device communicator")
+	}
+	d.c.mu.Lock()
+	d.settleLocked()
+	var err error
+	switch d.state {
+	case resReady:
+		return nil
+	case resPending:
+		err = pendingErr(op, "the device communicator's creation")
+	case resFailed:
+		err = fmt.Errorf("nccl: %s: %w", op, d.err)
+	default:
+		err = closedErr(op, "device communicator")
+	}
+	d.c.mu.Unlock()
+	return err
+}
+
+// Size is the size in bytes of the ncclDevComm_t of the loaded release (88
+// in 2.28.3, 200 in 2.28.7-2.29.3, 224 in 2.29.7, 240 from 2.30.3).
+func (d *DevComm) Size() int {
+	if d == nil {
+		return 0
+	}
+	return d.layout.devComm
+}
+
+// Declared is the requirements version the binding declared (the loaded
+// release, at most ABIRelease).
+func (d *DevComm) Declared() Release {
+	if d == nil {
+		return 0
+	}
+	return d.layout.declared
+}
+
+// Bytes is a copy of the ncclDevComm_t NCCL wrote, Size bytes: the value
+// of a kernel argument of type ncclDevComm.
+func (d *DevComm) Bytes() ([]byte, error) {
+	if err := d.lock("DevComm.Bytes"); err != nil {
+		return nil, err
+	}
+	defer d.c.mu.Unlock()
+	return d.store.Bytes()[:d.layout.devComm], nil
+}
+
+// HostPtr is the host address of the ncclDevComm_t (C memory, 8-aligned),
+// valid until Close: for launchers that copy a kernel argument from host
+// memory.
+func (d *DevComm) HostPtr() (uintptr, error) {
+	if err := d.lock("DevComm.HostPtr"); err != nil {
+		return 0, err
+	}
+	defer d.c.mu.Unlock()
+	return d.store.Addr(), nil
+}
+
+// DevicePtr is the device address of a copy of the ncclDevComm_t on the
+// communicator's device, for kernels that take a pointer to it. The copy is
+// made on first use (cuMemAlloc) and freed by Close.
+func (d *DevComm) DevicePtr() (uintptr, error) {
+	const op = "DevComm.DevicePtr"
+	if err := d.lock(op); err != nil {
+		return 0, err
+	}
+	if d.hasDev {
+		p := d.devMem.Ptr()
+		d.c.mu.Unlock()
+		return p, nil
+	}
+	b := d.store.Bytes()[:d.layout.devComm]
+	dev := d.c.dev
+	d.c.mu.Unlock()
+	s, err := cuda.AllocFrom(cuda.Device(dev), b)
+	if err != nil {
+		return 0, fmt.Errorf("nccl: %s: copying the device communicator to cuda:%d: %w", op, dev, err)
+	}
+	if err := d.lock(op); err != nil {
+		s.Free()
+		return 0, err
+	}
+	defer d.c.mu.Unlock()
+	if d.hasDev {
+		s.Free()
+	} else {
+		d.devMem, d.hasDev = s, true
+	}
+	return d.devMem.Ptr(), nil
+}
+
+// String reads "nccl.DevComm(240 bytes, ready)".
+func (d *DevComm) String() string {
+	if d == nil || d.c == nil {
+		return "nccl.DevComm(nil)"
+	}
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	return fmt.Sprintf("nccl.DevComm(%d bytes, %s)", d.layout.devComm, d.state)
+}
+
+// Close destroys the device communicator (ncclDevCommDestroy) and frees
+// its device copy. No kernel using it may still run. A device communicator
+// still being created is waited for first (outside its group). Close is
+// idempotent: a second Close, or a Close after the communicator's Destroy
+// or Abort (which closed it), returns nil. Not collective. NCCL 2.28.3.
+func (d *DevComm) Close() error {
+	const op = "DevComm.Close"
+	if d == nil || d.c == nil {
+		return nil
+	}
+	c := d.c
+	for {
+		c.mu.Lock()
+		if d.state == resClosed {
+			c.mu.Unlock()
+			return nil
+		}
+		d.settleLocked()
+		switch d.state {
+		case resPending:
+			open := c.groupOpenLocked(d.comp)
+			c.mu.Unlock()
+			if open {
+				return fmt.Errorf("nccl: %s: the device communicator is created in a group that has not ended: close it after the group: %w", op, ErrInvalidUsage)
+			}
+			if err := c.wait(context.Background(), op); err != nil {
+				return err
+			}
+			continue
+		case resReady:
+			st := capi.DevCommDestroy(c.ptr, d.store)
+			if st.Code == capi.Pending {
+				c.mu.Unlock()
+				if err := c.wait(context.Background(), op); err != nil {
+					return err
+				}
+				continue
+			}
+			d.finishCloseLocked()
+			c.mu.Unlock()
+			return statusErr(op, "ncclDevCommDestroy", st)
+		}
+		d.finishCloseLocked()
+		c.mu.Unlock()
+		return nil
+	}
+}
+
+// finishCloseLocked marks d closed and frees its memory (c.mu held).
+func (d *DevComm) finishCloseLocked() {
+	d.setStateLocked(resClosed)
+	d.store.Free()
+	if d.hasDev {
+		d.devMem.Free()
+		d.hasDev = false
+	}
+	d.c.untrackLocked(d)
+}
+
+// closeLocked is Close for Destroy and Abort (c.mu held).
+func (d *DevComm) closeLocked() error {
+	if d.state == resClosed {
+		return nil
+	}
+	c := d.c
+	d.settleLocked()
+	state := d.state
+	d.setStateLocked(resClosed)
+	if d.hasDev {
+		d.devMem.Free()
+		d.hasDev = false
+	}
+	switch state {
+	case resPending:
+		// NCCL may still write the struct: free it once the communicator is gone.
+		c.life.deferred = append(c.life.deferred, d.store.Free)
+		return nil
+	case resReady:
+		var st capi.Status
+		if c.ptr == d.ptr {
+			st = capi.DevCommDestroy(c.ptr, d.store)
+		}
+		d.store.Free()
+		if st.Code == capi.Pending {
+			return nil // busy: NCCL frees them with the communicator
+		}
+		return statusErr("DevComm.Close", "ncclDevCommDestroy", st)
+	}
+	d.store.Free()
+	return nil
+}

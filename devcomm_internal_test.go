@@ -1,0 +1,119 @@
+package nccl
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// The requirements bytes for each layout family, against the offsets of
+// shared/reference/nccl-abi.md §3.6 (no library needed).
+func TestDevCommRequirementsEncoding(t *testing.T) {
+	i32 := func(b []byte, off int) int32 { return int32(binary.LittleEndian.Uint32(b[off:])) }
+	full := GINConnectionRail
+	all := &DevCommRequirements{
+		LSAMultimem: Ptr(true), LSABarrierCount: Ptr(11), BarrierCount: Ptr(12), RailGINBarrierCount: Ptr(13),
+		LSALLA2ABlockCount: Ptr(14), LSALLA2ASlotCount: Ptr(15), GINForceEnable: Ptr(true), GINContextCount: Ptr(2),
+		GINSignalCount: Ptr(16), GINCounterCount: Ptr(17), GINConnectionType: &full, GINExclusiveContexts: Ptr(true),
+		GINQueueDepth: Ptr(18), GINTrafficClass: Ptr(19), WorldGINBarrierCount: Ptr(20),
+		GINStrongSignalsRequired: Ptr(false), GINVASignalsRequired: Ptr(false),
+	}
+	for _, tc := range []struct {
+		r        Release
+		size     int
+		declared Release
+		devComm  int
+	}{
+		{22803, 24, 22803, 88}, {22807, 56, 22807, 200}, {22809, 56, 22809, 200}, {22902, 72, 22902, 200},
+		{22903, 72, 22903, 200}, {22907, 88, 22907, 224}, {23003, 96, 23003, 240}, {23004, 96, 23004, 240},
+		{23007, 96, 23007, 240}, {23105, 96, 23007, 240},
+	} {
+		// nil requirements: NCCL's initializer defaults.
+		b, l, err := (*DevCommRequirements)(nil).encode("test", tc.r)
+		if err != nil {
+			t.Fatalf("%s: encode(nil): %v", tc.r, err)
+		}
+		if len(b) != tc.size || l.declared != tc.declared || l.devComm != tc.devComm {
+			t.Errorf("%s: %d bytes, declared %s, devComm %d; want %d, %s, %d", tc.r, len(b), l.declared, l.devComm,
+				tc.size, tc.declared, tc.devComm)
+		}
+		switch {
+		case tc.r < 22807:
+			if b[16] != 0 || i32(b, 20) != 0 {
+				t.Errorf("%s: defaults % x", tc.r, b)
+			}
+		case tc.r < 22902:
+			if i32(b, 44) != 4 {
+				t.Errorf("%s: ginContextCount %d, want 4", tc.r, i32(b, 44))
+			}
+		default:
+			if binary.LittleEndian.Uint64(b) != uint64(tc.size) || binary.LittleEndian.Uint32(b[8:]) != 0xcafebeef ||
+				Release(binary.LittleEndian.Uint32(b[12:])) != tc.declared {
+				t.Errorf("%s: header % x", tc.r, b[:16])
+			}
+			if i32(b, 60) != 4 {
+				t.Errorf("%s: ginContextCount %d, want 4", tc.r, i32(b, 60))
+			}
+			if tc.declared >= 23003 && i32(b, 84) != -1<<31 {
+				t.Errorf("%s: ginTrafficClass %d, want INT_MIN", tc.r, i32(b, 84))
+			}
+			if tc.declared >= 23007 && (b[92] != 1 || b[93] != 1) {
+				t.Errorf("%s: signal flags %d %d, want true true", tc.r, b[92], b[93])
+			}
+			if tc.declared < 23007 && tc.size == 96 && (b[92] != 0 || b[93] != 0) {
+				t.Errorf("%s: padding after worldGinBarrierCount is % x", tc.r, b[92:])
+			}
+		}
+	}
+
+	// Every field where the release has it.
+	b, _, err := all.encode("test", 23007)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off, want := range map[int]int32{40: 11, 36: 12, 44: 13, 48: 14, 52: 15, 60: 2, 64: 16, 68: 17, 72: 2, 80: 18, 84: 19, 88: 20} {
+		if got := i32(b, off); got != want {
+			t.Errorf("2.30.7: int at %d = %d, want %d", off, got, want)
+		}
+	}
+	for off, want := range map[int]byte{32: 1, 56: 1, 76: 1, 92: 0, 93: 0} {
+		if b[off] != want {
+			t.Errorf("2.30.7: bool at %d = %d, want %d", off, b[off], want)
+		}
+	}
+	b, _, err = (&DevCommRequirements{LSAMultimem: Ptr(true), LSABarrierCount: Ptr(5)}).encode("test", 22803)
+	if err != nil || b[16] != 1 || i32(b, 20) != 5 {
+		t.Errorf("2.28.3: % x, %v", b, err)
+	}
+	b, _, err = (&DevCommRequirements{BarrierCount: Ptr(6), LSABarrierCount: Ptr(5), GINCounterCount: Ptr(7)}).encode("test", 22807)
+	if err != nil || i32(b, 20) != 6 || i32(b, 24) != 5 || i32(b, 52) != 7 {
+		t.Errorf("2.28.7: % x, %v", b, err)
+	}
+
+	// Fields newer than the release, and GIN resources without GIN.
+	for _, tc := range []struct {
+		r     Release
+		q     *DevCommRequirements
+		field string
+	}{
+		{22803, &DevCommRequirements{GINContextCount: Ptr(1)}, "ginContextCount"},
+		{22903, &DevCommRequirements{GINQueueDepth: Ptr(1)}, "ginQueueDepth"},
+		{22907, &DevCommRequirements{WorldGINBarrierCount: Ptr(1)}, "worldGinBarrierCount"},
+		{23004, &DevCommRequirements{GINStrongSignalsRequired: Ptr(true)}, "ginStrongSignalsRequired"},
+	} {
+		_, _, err := tc.q.encode("test", tc.r)
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) || ue.Func != "ncclDevCommRequirements_t."+tc.field {
+			t.Errorf("%s %s: %v", tc.r, tc.field, err)
+		}
+	}
+	if _, _, err := (&DevCommRequirements{RailGINBarrierCount: Ptr(1)}).encode("test", 22907); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("GIN barrier without GIN on 2.29.7: %v", err)
+	}
+	if _, _, err := (&DevCommRequirements{RailGINBarrierCount: Ptr(1), GINForceEnable: Ptr(true)}).encode("test", 22907); err != nil {
+		t.Errorf("GIN barrier with ginForceEnable: %v", err)
+	}
+	if _, _, err := (&DevCommRequirements{GINSignalCount: Ptr(1)}).encode("test", 22903); err != nil {
+		t.Errorf("GIN signals on 2.29.3 (NCCL checks nothing there): %v", err)
+	}
+}

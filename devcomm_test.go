@@ -1,0 +1,204 @@
+package nccl_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/faketest"
+)
+
+// CPU tests of devcomm.go on the fake libraries, which check the layout
+// and size of the requirements each release expects.
+
+func TestFakeDevComm(t *testing.T) {
+	for _, tc := range []struct {
+		release  int
+		size     int
+		declared nccl.Release
+		header   bool // 2.30.x writes magic and version first
+		reqs     *nccl.DevCommRequirements
+	}{
+		{22803, 88, 22803, false, &nccl.DevCommRequirements{LSABarrierCount: nccl.Ptr(2), LSAMultimem: nccl.Ptr(false)}},
+		{22807, 200, 22807, false, &nccl.DevCommRequirements{LSALLA2ABlockCount: nccl.Ptr(1), LSALLA2ASlotCount: nccl.Ptr(8)}},
+		{22903, 200, 22903, false, &nccl.DevCommRequirements{LSABarrierCount: nccl.Ptr(1)}},
+		{22907, 224, 22907, false, &nccl.DevCommRequirements{GINQueueDepth: nccl.Ptr(0), GINExclusiveContexts: nccl.Ptr(false)}},
+		{23004, 240, 23004, true, &nccl.DevCommRequirements{GINTrafficClass: nccl.Ptr(3), WorldGINBarrierCount: nccl.Ptr(0)}},
+		{23007, 240, 23007, true, &nccl.DevCommRequirements{GINStrongSignalsRequired: nccl.Ptr(false), GINVASignalsRequired: nccl.Ptr(true)}},
+		{23007, 240, 23007, true, nil},
+	} {
+		faketest.Run(t, faketest.Env{Release: tc.release}, func(t *testing.T) {
+			c := fakeComm(t, 4, 2, nil)
+			d, err := c.CreateDevComm(tc.reqs)
+			if err != nil {
+				t.Fatalf("CreateDevComm: %v", err)
+			}
+			if d.Size() != tc.size || d.Declared() != tc.declared {
+				t.Errorf("Size %d Declared %s, want %d, %s", d.Size(), d.Declared(), tc.size, tc.declared)
+			}
+			b, err := d.Bytes()
+			if err != nil || len(b) != tc.size {
+				t.Fatalf("Bytes = %d bytes, %v", len(b), err)
+			}
+			off := 0
+			if tc.header {
+				if m, v := binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]); m != 0xcafebeef || v != uint32(tc.declared) {
+					t.Errorf("header magic %#x version %d", m, v)
+				}
+				off = 8
+			}
+			if r, n := binary.LittleEndian.Uint32(b[off:]), binary.LittleEndian.Uint32(b[off+4:]); r != 2 || n != 4 {
+				t.Errorf("device communicator rank %d nRanks %d, want 2, 4", r, n)
+			}
+			if p, err := d.HostPtr(); err != nil || p == 0 {
+				t.Errorf("HostPtr = %#x, %v", p, err)
+			}
+			dp, err := d.DevicePtr()
+			if err != nil || dp == 0 {
+				t.Fatalf("DevicePtr = %#x, %v", dp, err)
+			}
+			if dp2, _ := d.DevicePtr(); dp2 != dp {
+				t.Errorf("second DevicePtr %#x, first %#x", dp2, dp)
+			}
+			onDev, err := cuda.Wrap[uint8](dp, tc.size, 0).ToHost()
+			if err != nil || !slices.Equal(onDev, b) {
+				t.Errorf("the device copy differs from Bytes (%v)", err)
+			}
+			if err := d.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			if err := d.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+			if _, err := d.Bytes(); !errors.Is(err, nccl.ErrClosed) {
+				t.Errorf("Bytes after Close: %v", err)
+			}
+			if faketest.Calls(t, "ncclDevCommDestroy") != 1 {
+				t.Errorf("%d ncclDevCommDestroy calls", faketest.Calls(t, "ncclDevCommDestroy"))
+			}
+		})
+	}
+}
+
+func TestFakeDevCommUnsupportedFields(t *testing.T) {
+	for _, tc := range []struct {
+		release int
+		reqs    nccl.DevCommRequirements
+		field   string
+		since   nccl.Release
+	}{
+		{22803, nccl.DevCommRequirements{BarrierCount: nccl.Ptr(1)}, "barrierCount", 22807},
+		{22807, nccl.DevCommRequirements{GINConnectionType: nccl.Ptr(nccl.GINConnectionNone)}, "ginConnectionType", 22907},
+		{22907, nccl.DevCommRequirements{GINTrafficClass: nccl.Ptr(1)}, "ginTrafficClass", 23003},
+		{23004, nccl.DevCommRequirements{GINVASignalsRequired: nccl.Ptr(true)}, "ginVaSignalsRequired", 23007},
+	} {
+		faketest.Run(t, faketest.Env{Release: tc.release}, func(t *testing.T) {
+			c := fakeComm(t, 2, 0, nil)
+			_, err := c.CreateDevComm(&tc.reqs)
+			wantUnsupported(t, tc.field, err, "ncclDevCommRequirements_t."+tc.field, tc.since)
+		})
+	}
+	faketest.Run(t, faketest.Env{Release: 22703}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		_, err := c.CreateDevComm(nil)
+		wantUnsupported(t, "CreateDevComm on 2.27", err, "ncclDevCommCreate", 22803)
+	})
+}
+
+func TestFakeDevCommChecks(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		_, err := c.CreateDevComm(&nccl.DevCommRequirements{GINSignalCount: nccl.Ptr(2)})
+		wantArg(t, "GIN signals without a connection", err, "DevCommRequirements.GINConnectionType")
+		_, err = c.CreateDevComm(&nccl.DevCommRequirements{BarrierCount: nccl.Ptr(1)})
+		wantArg(t, "a GIN barrier without a connection", err, "DevCommRequirements.GINConnectionType")
+		_, err = c.CreateDevComm(&nccl.DevCommRequirements{LSABarrierCount: nccl.Ptr(-1)})
+		wantArg(t, "negative count", err, "DevCommRequirements.LSABarrierCount")
+		_, err = c.CreateDevComm(&nccl.DevCommRequirements{GINConnectionType: nccl.Ptr(nccl.GINConnectionType(7))})
+		wantArg(t, "connection type 7", err, "DevCommRequirements.GINConnectionType")
+		full := nccl.GINConnectionFull
+		if _, err := c.CreateDevComm(&nccl.DevCommRequirements{GINConnectionType: &full, GINSignalCount: nccl.Ptr(1)}); !errors.Is(err, nccl.ErrUnsupported) {
+			t.Errorf("GIN without a GIN transport: %v, want ErrUnsupported", err)
+		}
+		if _, err := c.CreateDevComm(&nccl.DevCommRequirements{LSAMultimem: nccl.Ptr(true)}); !errors.Is(err, nccl.ErrUnsupported) {
+			t.Errorf("multimem without support: %v, want ErrUnsupported", err)
+		}
+		c.Destroy()
+		if _, err := c.CreateDevComm(nil); !errors.Is(err, nccl.ErrClosed) {
+			t.Errorf("CreateDevComm after Destroy: %v", err)
+		}
+	})
+	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_GIN_TYPE=3", "FAKE_NCCL_MULTIMEM=1"}}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		full := nccl.GINConnectionFull
+		d, err := c.CreateDevComm(&nccl.DevCommRequirements{GINConnectionType: &full, GINSignalCount: nccl.Ptr(4),
+			BarrierCount: nccl.Ptr(1), LSAMultimem: nccl.Ptr(true)})
+		if err != nil {
+			t.Fatalf("CreateDevComm with GIN and multimem: %v", err)
+		}
+		// Abort closes it (and frees the device copy).
+		if _, err := d.DevicePtr(); err != nil {
+			t.Fatal(err)
+		}
+		before := faketest.Calls(t, "ncclDevCommDestroy")
+		if err := c.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		if faketest.Calls(t, "ncclDevCommDestroy") != before+1 {
+			t.Errorf("Abort did not destroy the device communicator")
+		}
+		if err := d.Close(); err != nil {
+			t.Errorf("Close after Abort: %v", err)
+		}
+		if _, err := d.DevicePtr(); !errors.Is(err, nccl.ErrClosed) {
+			t.Errorf("DevicePtr after Abort: %v", err)
+		}
+	})
+	for _, r := range []int{22803, 23007} {
+		faketest.Run(t, faketest.Env{Release: r, Extra: []string{"FAKE_NCCL_NO_SYMMETRIC=1"}}, func(t *testing.T) {
+			c := fakeComm(t, 2, 0, nil)
+			_, err := c.CreateDevComm(nil)
+			if r >= 22902 && !errors.Is(err, nccl.ErrUnsupported) {
+				t.Errorf("without device-API support: %v, want ErrUnsupported", err)
+			}
+			if r < 22902 && !errors.Is(err, nccl.ErrInvalidUsage) {
+				t.Errorf("without symmetric memory on 2.28: %v, want NCCL's ErrInvalidUsage", err)
+			}
+		})
+	}
+}
+
+// A device communicator created in a group is written at the group's end.
+func TestFakeDevCommInGroup(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_POLLS=2"}}, func(t *testing.T) {
+		c := fakeComm(t, 2, 1, nil)
+		var d *nccl.DevComm
+		err := nccl.Group(func() error {
+			var err error
+			if d, err = c.CreateDevComm(nil); err != nil {
+				return err
+			}
+			if _, err := d.Bytes(); !errors.Is(err, nccl.ErrInProgress) {
+				t.Errorf("Bytes inside the group: %v", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := d.Bytes()
+		if err != nil || binary.LittleEndian.Uint32(b[8:]) != 1 {
+			t.Fatalf("Bytes after the group: %v (%v)", b, err)
+		}
+		before := faketest.Calls(t, "ncclDevCommDestroy")
+		if err := c.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+		if faketest.Calls(t, "ncclDevCommDestroy") != before+1 {
+			t.Errorf("Destroy did not destroy the device communicator")
+		}
+	})
+}

@@ -1,0 +1,210 @@
+package nccl_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/internal/faketest"
+)
+
+// Communicator properties (ncclCommQueryProperties) against the fake NCCL,
+// which fills ncclCommProperties_t as each release does
+// (shared/reference/nccl-abi.md §3.5, §4.3).
+
+func propsComm(t *testing.T) *nccl.Communicator {
+	t.Helper()
+	c, err := nccl.Init(1, 0, newFakeID(t), &nccl.Config{Device: nccl.Ptr(1)})
+	if err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	t.Cleanup(func() { c.Destroy() })
+	return c
+}
+
+// propsAccessors calls every property accessor.
+func propsAccessors(c *nccl.Communicator) map[string]error {
+	errs := map[string]error{}
+	_, errs["CUDADevice"] = c.CUDADevice()
+	_, errs["NVMLDevice"] = c.NVMLDevice()
+	_, errs["DeviceAPISupport"] = c.DeviceAPISupport()
+	_, errs["MultimemSupport"] = c.MultimemSupport()
+	_, errs["GINType"] = c.GINType()
+	_, errs["NumLSATeams"] = c.NumLSATeams()
+	_, errs["HostRMASupport"] = c.HostRMASupport()
+	_, errs["RailedGINType"] = c.RailedGINType()
+	_, errs["Properties"] = c.Properties()
+	return errs
+}
+
+func wantUnsupportedProp(t *testing.T, what string, err error, fn string, since, loaded nccl.Release) {
+	t.Helper()
+	var ue *nccl.UnsupportedError
+	if !errors.Is(err, nccl.ErrUnsupported) || !errors.As(err, &ue) {
+		t.Errorf("%s: %v, want an UnsupportedError", what, err)
+		return
+	}
+	if ue.Func != fn || ue.Since != since || ue.Loaded != loaded {
+		t.Errorf("%s: %+v, want %s since %s, loaded %s", what, *ue, fn, since, loaded)
+	}
+	if !strings.Contains(err.Error(), fn) || !strings.Contains(err.Error(), since.String()) {
+		t.Errorf("%s: %q names neither %s nor %s", what, err, fn, since)
+	}
+}
+
+func TestPropertiesBefore2292(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 22803}, func(t *testing.T) {
+		c := propsComm(t)
+		for round := 0; round < 2; round++ {
+			for name, err := range propsAccessors(c) {
+				wantUnsupportedProp(t, name, err, "ncclCommQueryProperties", 22902, 22803)
+			}
+		}
+		// The identity does not need the properties.
+		if r, err := c.Rank(); err != nil || r != 0 {
+			t.Errorf("Rank = %d, %v", r, err)
+		}
+		if n := faketest.Calls(t, "ncclCommQueryProperties"); n != 0 {
+			t.Errorf("the missing function was called %d times", n)
+		}
+	})
+}
+
+// 2.29.2: the 40-byte layout, ginType in one byte at offset 34; the later
+// fields are unsupported.
+func TestProperties2292(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 22902, Extra: []string{"FAKE_NCCL_GIN_TYPE=3"}}, func(t *testing.T) {
+		c := propsComm(t)
+		p, err := c.Properties()
+		if err != nil {
+			t.Fatalf("Properties: %v", err)
+		}
+		want := nccl.Properties{Rank: 0, NRanks: 1, CUDADevice: 1, NVMLDevice: 2, DeviceAPISupport: true,
+			MultimemSupport: false, GINType: nccl.GINGDAKI, Declared: 22902}
+		if p != want {
+			t.Errorf("Properties = %+v, want %+v", p, want)
+		}
+		if g, err := c.GINType(); err != nil || g != nccl.GINGDAKI {
+			t.Errorf("GINType = %s, %v; want GDAKI from the 1-byte field", g, err)
+		}
+		if d, err := c.CUDADevice(); err != nil || d != 1 {
+			t.Errorf("CUDADevice = %d, %v", d, err)
+		}
+		if d, err := c.NVMLDevice(); err != nil || d != 2 {
+			t.Errorf("NVMLDevice = %d, %v", d, err)
+		}
+		if ok, err := c.DeviceAPISupport(); err != nil || !ok {
+			t.Errorf("DeviceAPISupport = %v, %v", ok, err)
+		}
+		if ok, err := c.MultimemSupport(); err != nil || ok {
+			t.Errorf("MultimemSupport = %v, %v", ok, err)
+		}
+		_, err = c.NumLSATeams()
+		wantUnsupportedProp(t, "NumLSATeams", err, "ncclCommProperties_t.nLsaTeams", 22907, 22902)
+		_, err = c.HostRMASupport()
+		wantUnsupportedProp(t, "HostRMASupport", err, "ncclCommProperties_t.hostRmaSupport", 22907, 22902)
+		_, err = c.RailedGINType()
+		wantUnsupportedProp(t, "RailedGINType", err, "ncclCommProperties_t.railedGinType", 22907, 22902)
+		// JSON shows the unknown fields as null.
+		b, err := json.Marshal(p)
+		if err != nil || !strings.Contains(string(b), `"num_lsa_teams":null`) || !strings.Contains(string(b), `"gin_type":"GDAKI"`) {
+			t.Errorf("JSON: %s, %v", b, err)
+		}
+	})
+}
+
+// Every field, on 2.29.7, 2.30.x and a future release the binding does not
+// know (which is asked with the binding's newest version).
+func TestPropertiesAllFields(t *testing.T) {
+	extra := []string{"FAKE_NCCL_GIN_TYPE=2", "FAKE_NCCL_RAILED_GIN_TYPE=3", "FAKE_NCCL_HOST_RMA=1",
+		"FAKE_NCCL_NVML_DEV=7", "FAKE_NCCL_MULTIMEM=1"}
+	for _, tc := range []struct {
+		name             string
+		release, version int
+		declared         nccl.Release
+	}{
+		{"2.29.7", 22907, 0, 22907},
+		{"2.30.3", 23003, 0, 23003},
+		{"2.30.7", 23007, 0, 23007},
+		{"future 2.31.5", 23007, 23105, 23007},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			faketest.Run(t, faketest.Env{Release: tc.release, Version: tc.version, Extra: extra}, func(t *testing.T) {
+				c := propsComm(t)
+				p, err := c.Properties()
+				if err != nil {
+					t.Fatalf("Properties: %v", err)
+				}
+				if p.NumLSATeams == nil || p.HostRMASupport == nil || p.RailedGINType == nil {
+					t.Fatalf("Properties = %+v: the 2.29.7 fields are missing", p)
+				}
+				got := p
+				got.NumLSATeams, got.HostRMASupport, got.RailedGINType = nil, nil, nil
+				want := nccl.Properties{Rank: 0, NRanks: 1, CUDADevice: 1, NVMLDevice: 7, DeviceAPISupport: true,
+					MultimemSupport: true, GINType: nccl.GINProxy, Declared: tc.declared}
+				if got != want || *p.NumLSATeams != 1 || !*p.HostRMASupport || *p.RailedGINType != nccl.GINGDAKI {
+					t.Errorf("Properties = %+v (nLsaTeams %d, hostRma %v, railed %s), want %+v, 1, true, GDAKI",
+						got, *p.NumLSATeams, *p.HostRMASupport, *p.RailedGINType, want)
+				}
+				if n, err := c.NumLSATeams(); err != nil || n != 1 {
+					t.Errorf("NumLSATeams = %d, %v", n, err)
+				}
+				if ok, err := c.HostRMASupport(); err != nil || !ok {
+					t.Errorf("HostRMASupport = %v, %v", ok, err)
+				}
+				if g, err := c.RailedGINType(); err != nil || g != nccl.GINGDAKI {
+					t.Errorf("RailedGINType = %s, %v", g, err)
+				}
+				if g, err := c.GINType(); err != nil || g != nccl.GINProxy {
+					t.Errorf("GINType = %s, %v", g, err)
+				}
+				// The caller's copy is its own.
+				*p.NumLSATeams = 99
+				if again, _ := c.Properties(); *again.NumLSATeams != 1 {
+					t.Error("changing a returned Properties changed the cached one")
+				}
+			})
+		})
+	}
+}
+
+// The query runs once per communicator, however many accessors are called.
+func TestPropertiesQueriedOnce(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := propsComm(t)
+		for range 3 {
+			for name, err := range propsAccessors(c) {
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+			}
+		}
+		if n := faketest.Calls(t, "ncclCommQueryProperties"); n != 1 {
+			t.Errorf("ncclCommQueryProperties called %d times for one communicator, want 1", n)
+		}
+		other := propsComm(t)
+		if _, err := other.GINType(); err != nil {
+			t.Fatal(err)
+		}
+		if n := faketest.Calls(t, "ncclCommQueryProperties"); n != 2 {
+			t.Errorf("ncclCommQueryProperties called %d times for two communicators, want 2", n)
+		}
+	})
+	// A failed query is not cached as an answer: it is asked again.
+	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_FAIL=ncclCommQueryProperties=3@1"}}, func(t *testing.T) {
+		c := propsComm(t)
+		_, err := c.GINType()
+		var ne *nccl.Error
+		if !errors.As(err, &ne) || ne.Code != nccl.InternalError || !strings.Contains(ne.Detail, "ncclCommQueryProperties") {
+			t.Fatalf("GINType with a failing query: %v", err)
+		}
+		if g, err := c.GINType(); err != nil || g != nccl.GINNone {
+			t.Errorf("GINType after the failure = %s, %v", g, err)
+		}
+		if n := faketest.Calls(t, "ncclCommQueryProperties"); n != 2 {
+			t.Errorf("ncclCommQueryProperties called %d times, want 2", n)
+		}
+	})
+}

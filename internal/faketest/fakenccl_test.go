@@ -1,0 +1,254 @@
+package faketest_test
+
+import (
+	"encoding/binary"
+	"os"
+	"testing"
+
+	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/faketest"
+)
+
+// The fake NCCL's versioned structs, driven through the shim directly, so
+// that a declared version the binding would not send can be tried: the
+// rules of shared/reference/nccl-abi.md §4.3 per library release.
+
+// rawComm loads the fakes and creates a blocking communicator of nranks
+// ranks (rank 0) on device 0.
+func rawComm(t *testing.T, nranks int) uintptr {
+	t.Helper()
+	if msg, ok := capi.LoadCUDA(os.Getenv("NCCL4GO_CUDA_LIBRARY")); !ok {
+		t.Fatal(msg)
+	}
+	if r := capi.CuInit(); r != 0 {
+		t.Fatalf("cuInit: %d", r)
+	}
+	ctx, r := capi.CuDevicePrimaryCtxRetain(0)
+	if r != 0 {
+		t.Fatalf("cuDevicePrimaryCtxRetain: %d", r)
+	}
+	if msg, ok := capi.LoadNCCL(os.Getenv("NCCL_LIBRARY")); !ok {
+		t.Fatal(msg)
+	}
+	var id [128]byte
+	if st := capi.GetUniqueID(&id); st.Code != 0 {
+		t.Fatalf("ncclGetUniqueId: %+v", st)
+	}
+	cfg := capi.NewConfig(23007)
+	cfg.Blocking = 1
+	cell := capi.NewCell()
+	defer cell.Free()
+	if st := capi.CommInitRankConfig(ctx, cell, nranks, &id, 0, &cfg); st.Code != 0 {
+		t.Fatalf("ncclCommInitRankConfig: %+v", st)
+	}
+	return cell.Load()
+}
+
+type propsCase struct {
+	declared uint32
+	narrow   bool
+	code     int32 // expected result
+	want     capi.Props
+}
+
+func checkProps(t *testing.T, comm uintptr, cases []propsCase) {
+	t.Helper()
+	for _, c := range cases {
+		got, st := capi.CommQueryProperties(comm, c.declared, c.narrow)
+		if st.Code != c.code {
+			t.Errorf("declared %d: result %d (%s), want %d", c.declared, st.Code, st.Detail, c.code)
+			continue
+		}
+		if st.Code == 0 && got != c.want {
+			t.Errorf("declared %d: %+v, want %+v", c.declared, got, c.want)
+		}
+	}
+}
+
+const invalidUsage = 5
+
+func TestFakeProperties(t *testing.T) {
+	extra := []string{"FAKE_NCCL_GIN_TYPE=3", "FAKE_NCCL_RAILED_GIN_TYPE=2", "FAKE_NCCL_HOST_RMA=1", "FAKE_NCCL_LSA_TEAMS=2"}
+	// Two ranks in two LSA teams: the older layouts clear deviceApiSupport.
+	six := capi.Props{Rank: 0, NRanks: 2, CUDADev: 0, NVMLDev: 1, DeviceAPISupport: true}
+	narrow := six
+	narrow.GINType = 3
+	filtered := six
+	filtered.DeviceAPISupport = false
+	wide := six
+	wide.GINType, wide.NLsaTeams, wide.HostRMASupport, wide.RailedGINType = 3, 2, true, 2
+	wideFiltered := wide
+	wideFiltered.DeviceAPISupport, wideFiltered.GINType, wideFiltered.RailedGINType = false, 0, 0
+
+	t.Run("2.29.2", func(t *testing.T) {
+		faketest.Run(t, faketest.Env{Release: 22902, Extra: extra}, func(t *testing.T) {
+			checkProps(t, rawComm(t, 2), []propsCase{
+				{22902, true, 0, narrow},
+				{21000, true, 0, narrow}, // no lower bound
+				{22903, true, invalidUsage, capi.Props{}},
+			})
+		})
+	})
+	t.Run("2.29.7", func(t *testing.T) {
+		faketest.Run(t, faketest.Env{Release: 22907, Extra: extra}, func(t *testing.T) {
+			checkProps(t, rawComm(t, 2), []propsCase{
+				{22902, true, 0, filtered}, // the 2.29.2 shim: ginType NONE
+				{22907, false, 0, wide},
+				{22905, false, 0, wide},
+				{22000, false, 0, wide}, // below 22902: the current layout
+				{22908, false, invalidUsage, capi.Props{}},
+			})
+		})
+		faketest.Run(t, faketest.Env{Release: 22907, Extra: append(extra, "NCCL_ENABLE_VERSION_CHECK=0")}, func(t *testing.T) {
+			checkProps(t, rawComm(t, 2), []propsCase{{23007, false, 0, wide}})
+		})
+	})
+	t.Run("2.30.7", func(t *testing.T) {
+		faketest.Run(t, faketest.Env{Release: 23007, Extra: extra}, func(t *testing.T) {
+			checkProps(t, rawComm(t, 2), []propsCase{
+				{22902, true, 0, filtered},
+				{22903, true, 0, filtered},
+				{22904, true, invalidUsage, capi.Props{}},
+				{22907, false, 0, wideFiltered},
+				{22999, false, invalidUsage, capi.Props{}},
+				{23000, false, 0, wide},
+				{23003, false, 0, wide},
+				{23007, false, 0, wide},
+				{23008, false, invalidUsage, capi.Props{}},
+				{21000, false, invalidUsage, capi.Props{}},
+			})
+		})
+	})
+	t.Run("future", func(t *testing.T) {
+		faketest.Run(t, faketest.Env{Release: 23007, Version: 23105, Extra: extra}, func(t *testing.T) {
+			checkProps(t, rawComm(t, 2), []propsCase{{23007, false, 0, wide}, {23105, false, 0, wide}})
+		})
+	})
+}
+
+func TestFakeDevCommLayouts(t *testing.T) {
+	i32 := func(b []byte, off int) int32 { return int32(binary.LittleEndian.Uint32(b[off:])) }
+	create := func(t *testing.T, comm uintptr, reqs []byte) ([]byte, capi.Status) {
+		dc := capi.NewDevComm()
+		defer dc.Free()
+		st := capi.DevCommCreate(comm, reqs, dc)
+		return dc.Bytes(), st
+	}
+	wantDevComm := func(t *testing.T, what string, b []byte, off, written int) {
+		t.Helper()
+		if i32(b, off) != 0 || i32(b, off+4) != 3 || i32(b, off+12) != 0 || i32(b, off+16) != 3 {
+			t.Errorf("%s: rank %d nRanks %d lsaRank %d lsaSize %d at %d", what, i32(b, off), i32(b, off+4),
+				i32(b, off+12), i32(b, off+16), off)
+		}
+		for i := written; i < len(b); i++ {
+			if b[i] != 0 {
+				t.Errorf("%s: byte %d written beyond the %d-byte layout", what, i, written)
+				break
+			}
+		}
+	}
+	reqs := func(declared uint32, size int) []byte {
+		return capi.EncodeDevCommReqs(capi.DevCommReqs{LsaBarrierCount: 1}, capi.ReqsVersioned, declared, size)
+	}
+	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
+		comm := rawComm(t, 3)
+		b, st := create(t, comm, reqs(23007, 96))
+		if st.Code != 0 {
+			t.Fatalf("v23007: %+v", st)
+		}
+		if uint32(i32(b, 0)) != capi.APIMagic || i32(b, 4) != 23007 {
+			t.Errorf("v23007 header: magic %#x version %d", uint32(i32(b, 0)), i32(b, 4))
+		}
+		wantDevComm(t, "v23007", b, 8, 240)
+		b, st = create(t, comm, reqs(22907, 88))
+		if st.Code != 0 {
+			t.Fatalf("v22907: %+v", st)
+		}
+		wantDevComm(t, "v22907", b, 0, 224)
+		b, st = create(t, comm, reqs(22902, 72))
+		if st.Code != 0 {
+			t.Fatalf("v22902: %+v", st)
+		}
+		wantDevComm(t, "v22902", b, 0, 200)
+		for _, bad := range []struct {
+			declared uint32
+			size     int
+			code     int32
+		}{
+			{23007, 88, 4}, {22907, 96, 4}, {23008, 96, invalidUsage}, {22904, 72, invalidUsage},
+		} {
+			if _, st := create(t, comm, reqs(bad.declared, bad.size)); st.Code != bad.code {
+				t.Errorf("declared %d, size %d: %+v, want code %d", bad.declared, bad.size, st, bad.code)
+			}
+		}
+		// GIN resources need GIN enabled.
+		gin := capi.EncodeDevCommReqs(capi.DevCommReqs{GinSignalCount: 1}, capi.ReqsVersioned, 23007, 96)
+		if _, st := create(t, comm, gin); st.Code != 4 {
+			t.Errorf("GIN signals without GIN: %+v, want ncclInvalidArgument", st)
+		}
+	})
+	faketest.Run(t, faketest.Env{Release: 22803}, func(t *testing.T) {
+		comm := rawComm(t, 3)
+		b, st := create(t, comm, capi.EncodeDevCommReqs(capi.DevCommReqs{LsaBarrierCount: 1}, capi.ReqsV22803, 0, 0))
+		if st.Code != 0 {
+			t.Fatalf("v22803: %+v", st)
+		}
+		wantDevComm(t, "v22803", b, 0, 88)
+	})
+}
+
+// A non-blocking communicator: an operation stays in progress for
+// FAKE_NCCL_POLLS polls and writes its late output when it completes.
+func TestFakeInProgress(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_POLLS=2"}}, func(t *testing.T) {
+		rawComm(t, 1) // loads the libraries
+		ctx, _ := capi.CuDevicePrimaryCtxRetain(0)
+		var id [128]byte
+		capi.GetUniqueID(&id)
+		cfg := capi.NewConfig(23007)
+		cfg.Blocking = 0
+		cell := capi.NewCell()
+		defer cell.Free()
+		if st := capi.CommInitRankConfig(ctx, cell, 1, &id, 0, &cfg); st.Code != 7 {
+			t.Fatalf("non-blocking init: %+v, want ncclInProgress", st)
+		}
+		comm := cell.Load()
+		if comm == 0 {
+			t.Fatal("init did not write the communicator before returning")
+		}
+		// While in progress, a gated call is not made; a direct query is refused.
+		if _, st := capi.CommCount(comm); st.Code != capi.Pending {
+			t.Errorf("CommCount in progress: %+v, want Pending", st)
+		}
+		states := []int32{}
+		for range 4 {
+			s, st := capi.CommGetAsyncError(comm)
+			if st.Code != 0 {
+				t.Fatal(st)
+			}
+			states = append(states, s)
+		}
+		// The gated CommCount used one poll.
+		if states[0] != 7 || states[1] != 0 || states[3] != 0 {
+			t.Errorf("async states %v, want 7 then 0", states)
+		}
+		// A split child appears when the split completes.
+		child := capi.NewCell()
+		defer child.Free()
+		if st := capi.CommSplit(comm, 0, 0, child, nil); st.Code != 7 {
+			t.Fatalf("split: %+v, want ncclInProgress", st)
+		}
+		if child.Load() != 0 {
+			t.Error("the split child was written before the split completed")
+		}
+		for i := 0; i < 3; i++ {
+			capi.CommGetAsyncError(comm)
+		}
+		if child.Load() == 0 {
+			t.Fatal("the split child was not written when the split completed")
+		}
+		if n, st := capi.CommCount(child.Load()); st.Code != 0 || n != 1 {
+			t.Errorf("child CommCount = %d, %+v", n, st)
+		}
+	})
+}

@@ -1,0 +1,885 @@
+// fakecuda.c: a fake CUDA driver (libcuda.so.1) for nccl4go's CPU-only tests.
+//
+// It implements every driver function of CAPI_CUDA_FUNCS and
+// CAPI_CUDA_INTERNAL_FUNCS in internal/capi/shim.h with the driver's
+// semantics and result codes, on the host:
+//   - devices are numbered 0..FAKE_CUDA_DEVICES-1 (default 2); 0 or a negative
+//     count means a driver without a device (cuInit returns
+//     CUDA_ERROR_NO_DEVICE and everything after it CUDA_ERROR_NOT_INITIALIZED);
+//   - each device has one primary context (a static object); the current
+//     context is per thread, as in CUDA;
+//   - device memory is host memory (aligned_alloc), tracked with its device,
+//     so copies work with memcpy and unknown pointers are rejected instead of
+//     crashing;
+//   - streams and events are heap objects that are never freed (so a stale
+//     handle is recognised as destroyed); work is synchronous, so streams and
+//     events are always complete; an event records the time of cuEventRecord.
+//
+// Knobs (environment, read at cuInit):
+//   FAKE_CUDA_DEVICES  number of devices (default 2; <= 0: none)
+//   FAKE_CUDA_CC       compute capability as major*10+minor (default 90)
+//   FAKE_CUDA_MEM      bytes of memory per device (default 80 GiB)
+//   FAKE_CUDA_DRIVER   cuDriverGetVersion (default 13000)
+//
+// Helpers for the fake NCCL (fakenccl.c), which finds them with
+// dlopen(NCCL4GO_CUDA_LIBRARY, RTLD_NOLOAD) and dlsym, are the fakecuda_*
+// functions at the end.
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+// CUresult values used here.
+enum {
+	CUDA_SUCCESS = 0,
+	CUDA_ERROR_INVALID_VALUE = 1,
+	CUDA_ERROR_OUT_OF_MEMORY = 2,
+	CUDA_ERROR_NOT_INITIALIZED = 3,
+	CUDA_ERROR_NO_DEVICE = 100,
+	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_INVALID_CONTEXT = 201,
+	CUDA_ERROR_INVALID_HANDLE = 400,
+	CUDA_ERROR_NOT_FOUND = 500,
+	CUDA_ERROR_NOT_READY = 600,
+};
+
+#define MAX_DEVICES 16
+
+// ---------------------------------------------------------------------------
+// Global state.
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int initialized;  // cuInit succeeded
+static int ndevices;     // from FAKE_CUDA_DEVICES
+static int cc = 90;      // compute capability major*10+minor
+static size_t memory_per_device = (size_t)80 << 30;
+
+static int env_int(const char *name, int def) {
+	const char *s = getenv(name);
+	return (s && *s) ? atoi(s) : def;
+}
+
+// A primary context. Its address is the CUcontext handle.
+struct context {
+	int device;
+	int retained; // reference count of cuDevicePrimaryCtxRetain
+};
+
+static struct context contexts[MAX_DEVICES];
+
+static __thread struct context *current; // the thread's current context
+
+static struct context *lookup_context(void *h) {
+	for (int i = 0; i < ndevices; i++) {
+		if (h == (void *)&contexts[i]) {
+			return &contexts[i];
+		}
+	}
+	return NULL;
+}
+
+static int valid_device(int dev) { return dev >= 0 && dev < ndevices; }
+
+// ---------------------------------------------------------------------------
+// Initialization, version, errors.
+
+EXPORT int cuInit(unsigned int flags) {
+	if (flags != 0) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	int n = env_int("FAKE_CUDA_DEVICES", 2);
+	if (n > MAX_DEVICES) {
+		n = MAX_DEVICES;
+	}
+	cc = env_int("FAKE_CUDA_CC", 90);
+	const char *mem = getenv("FAKE_CUDA_MEM");
+	if (mem && *mem) {
+		memory_per_device = strtoull(mem, NULL, 10);
+	}
+	int r = CUDA_SUCCESS;
+	if (n <= 0) {
+		r = CUDA_ERROR_NO_DEVICE;
+	} else {
+		ndevices = n;
+		for (int i = 0; i < n; i++) {
+			contexts[i].device = i;
+		}
+		initialized = 1;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuDriverGetVersion(int *version) {
+	if (!version) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	*version = env_int("FAKE_CUDA_DRIVER", 13000);
+	return CUDA_SUCCESS;
+}
+
+static const struct {
+	int code;
+	const char *name, *text;
+} errors[] = {
+	{0, "CUDA_SUCCESS", "no error"},
+	{1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+	{2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+	{3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+	{4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+	{100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+	{101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+	{400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+	{500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	{600, "CUDA_ERROR_NOT_READY", "device not ready"},
+	{700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+	{719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+	{801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+	{999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+// cuGetErrorName and cuGetErrorString work before cuInit. An unknown code
+// gives CUDA_ERROR_INVALID_VALUE and NULL, as in the driver.
+EXPORT int cuGetErrorName(int code, const char **name) {
+	if (!name) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
+		if (errors[i].code == code) {
+			*name = errors[i].name;
+			return CUDA_SUCCESS;
+		}
+	}
+	*name = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT int cuGetErrorString(int code, const char **text) {
+	if (!text) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
+		if (errors[i].code == code) {
+			*text = errors[i].text;
+			return CUDA_SUCCESS;
+		}
+	}
+	*text = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+// ---------------------------------------------------------------------------
+// Devices.
+
+#define REQUIRE_INIT()                                   \
+	do {                                             \
+		if (!initialized) {                      \
+			return CUDA_ERROR_NOT_INITIALIZED; \
+		}                                        \
+	} while (0)
+
+EXPORT int cuDeviceGetCount(int *count) {
+	REQUIRE_INIT();
+	if (!count) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	*count = ndevices;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuDeviceGet(int *dev, int ordinal) {
+	REQUIRE_INIT();
+	if (!dev) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!valid_device(ordinal)) {
+		return CUDA_ERROR_INVALID_DEVICE;
+	}
+	*dev = ordinal;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuDeviceGetName(char *name, int len, int dev) {
+	REQUIRE_INIT();
+	if (!name || len <= 0) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!valid_device(dev)) {
+		return CUDA_ERROR_INVALID_DEVICE;
+	}
+	snprintf(name, (size_t)len, "Fake GPU %d", dev);
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuDeviceGetPCIBusId(char *busid, int len, int dev) {
+	REQUIRE_INIT();
+	if (!busid || len <= 0) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!valid_device(dev)) {
+		return CUDA_ERROR_INVALID_DEVICE;
+	}
+	snprintf(busid, (size_t)len, "00000000:%02X:00.0", dev);
+	return CUDA_SUCCESS;
+}
+
+// cuDeviceGetUuid_v2: fa ce 00 00 ... 00 <dev>, which reads
+// "GPU-face0000-0000-0000-0000-0000000000NN".
+EXPORT int cuDeviceGetUuid_v2(unsigned char *uuid, int dev) {
+	REQUIRE_INIT();
+	if (!uuid) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!valid_device(dev)) {
+		return CUDA_ERROR_INVALID_DEVICE;
+	}
+	memset(uuid, 0, 16);
+	uuid[0] = 0xfa;
+	uuid[1] = 0xce;
+	uuid[15] = (unsigned char)dev;
+	return CUDA_SUCCESS;
+}
+
+// CUdevice_attribute values the fake answers with something other than 0.
+enum {
+	ATTR_MAX_THREADS_PER_BLOCK = 1,
+	ATTR_WARP_SIZE = 10,
+	ATTR_MULTIPROCESSOR_COUNT = 16,
+	ATTR_PCI_BUS_ID = 33,
+	ATTR_PCI_DEVICE_ID = 34,
+	ATTR_UNIFIED_ADDRESSING = 41,
+	ATTR_PCI_DOMAIN_ID = 50,
+	ATTR_COMPUTE_CAPABILITY_MAJOR = 75,
+	ATTR_COMPUTE_CAPABILITY_MINOR = 76,
+	ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+	ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+	ATTR_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED = 104,
+	ATTR_MAX = 150, // a bound above every attribute of CUDA 13.0
+};
+
+EXPORT int cuDeviceGetAttribute(int *value, int attr, int dev) {
+	REQUIRE_INIT();
+	if (!value || attr <= 0 || attr >= ATTR_MAX) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!valid_device(dev)) {
+		return CUDA_ERROR_INVALID_DEVICE;
+	}
+	switch (attr) {
+	case ATTR_MAX_THREADS_PER_BLOCK:
+		*value = 1024;
+		break;
+	case ATTR_WARP_SIZE:
+		*value = 32;
+		break;
+	case ATTR_MULTIPROCESSOR_COUNT:
+		*value = 132;
+		break;
+	case ATTR_PCI_BUS_ID:
+		*value = dev;
+		break;
+	case ATTR_COMPUTE_CAPABILITY_MAJOR:
+		*value = cc / 10;
+		break;
+	case ATTR_COMPUTE_CAPABILITY_MINOR:
+		*value = cc % 10;
+		break;
+	case ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+		*value = 232448;
+		break;
+	case ATTR_UNIFIED_ADDRESSING:
+	case ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+	case ATTR_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
+		*value = 1;
+		break;
+	default: // PCI device and domain 0, and every attribute not modelled
+		*value = 0;
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuDeviceTotalMem_v2(size_t *bytes, int dev) {
+	REQUIRE_INIT();
+	if (!bytes) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!valid_device(dev)) {
+		return CUDA_ERROR_INVALID_DEVICE;
+	}
+	*bytes = memory_per_device;
+	return CUDA_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------
+// Contexts.
+
+EXPORT int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+	REQUIRE_INIT();
+	if (!ctx) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!valid_device(dev)) {
+		return CUDA_ERROR_INVALID_DEVICE;
+	}
+	pthread_mutex_lock(&mu);
+	contexts[dev].retained++;
+	pthread_mutex_unlock(&mu);
+	*ctx = &contexts[dev];
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuDevicePrimaryCtxRelease_v2(int dev) {
+	REQUIRE_INIT();
+	if (!valid_device(dev)) {
+		return CUDA_ERROR_INVALID_DEVICE;
+	}
+	pthread_mutex_lock(&mu);
+	int r = CUDA_SUCCESS;
+	if (contexts[dev].retained > 0) {
+		contexts[dev].retained--;
+	} else {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuCtxSetCurrent(void *ctx) {
+	REQUIRE_INIT();
+	if (!ctx) {
+		current = NULL;
+		return CUDA_SUCCESS;
+	}
+	struct context *c = lookup_context(ctx);
+	if (!c) {
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	current = c;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuCtxGetCurrent(void **ctx) {
+	REQUIRE_INIT();
+	if (!ctx) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	*ctx = current;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuCtxGetDevice(int *dev) {
+	REQUIRE_INIT();
+	if (!dev) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!current) {
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	*dev = current->device;
+	return CUDA_SUCCESS;
+}
+
+// All work is synchronous: synchronizing needs only a current context.
+EXPORT int cuCtxSynchronize(void) {
+	REQUIRE_INIT();
+	return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+#define REQUIRE_CONTEXT()                                  \
+	do {                                               \
+		REQUIRE_INIT();                            \
+		if (!current) {                            \
+			return CUDA_ERROR_INVALID_CONTEXT; \
+		}                                          \
+	} while (0)
+
+// ---------------------------------------------------------------------------
+// Device memory: host memory, tracked.
+
+struct allocation {
+	uintptr_t base;
+	size_t size;
+	int device;
+	int vmm; // made by fakecuda_alloc for ncclMemAlloc (cuMem-backed in real NCCL)
+	struct allocation *next;
+};
+
+static struct allocation *allocations;
+static size_t used[MAX_DEVICES];
+
+// find_locked returns the live allocation holding [p, p+n), or NULL.
+static struct allocation *find_locked(uintptr_t p, size_t n) {
+	for (struct allocation *a = allocations; a; a = a->next) {
+		if (p >= a->base && p < a->base + a->size) {
+			if (n > a->size - (p - a->base)) {
+				return NULL;
+			}
+			return a;
+		}
+	}
+	return NULL;
+}
+
+static int alloc_locked(uintptr_t *out, size_t bytes, size_t align, int device, int vmm) {
+	if (bytes > memory_per_device - used[device]) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	size_t rounded = (bytes + align - 1) / align * align;
+	void *p = aligned_alloc(align, rounded);
+	struct allocation *a = malloc(sizeof *a);
+	if (!p || !a) {
+		free(p);
+		free(a);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	memset(p, 0xcd, rounded); // "uninitialized" memory is not zero
+	*a = (struct allocation){(uintptr_t)p, bytes, device, vmm, allocations};
+	allocations = a;
+	used[device] += bytes;
+	*out = (uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+
+static int free_locked(uintptr_t p, int vmm) {
+	for (struct allocation **pa = &allocations; *pa; pa = &(*pa)->next) {
+		struct allocation *a = *pa;
+		if (a->base == p) {
+			if (a->vmm != vmm) {
+				return CUDA_ERROR_INVALID_VALUE; // freed with the wrong allocator
+			}
+			*pa = a->next;
+			used[a->device] -= a->size;
+			free((void *)a->base);
+			free(a);
+			return CUDA_SUCCESS;
+		}
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT int cuMemAlloc_v2(uintptr_t *ptr, size_t bytes) {
+	REQUIRE_CONTEXT();
+	if (!ptr || bytes == 0) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	int r = alloc_locked(ptr, bytes, 256, current->device, 0);
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuMemFree_v2(uintptr_t ptr) {
+	REQUIRE_CONTEXT();
+	if (!ptr) {
+		return CUDA_SUCCESS;
+	}
+	pthread_mutex_lock(&mu);
+	int r = free_locked(ptr, 0);
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuMemGetInfo_v2(size_t *freeBytes, size_t *totalBytes) {
+	REQUIRE_CONTEXT();
+	if (!freeBytes || !totalBytes) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	*totalBytes = memory_per_device;
+	*freeBytes = memory_per_device - used[current->device];
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+// check_range reports whether [p, p+n) is device memory; n == 0 is always fine.
+static int check_range(uintptr_t p, size_t n) {
+	if (n == 0) {
+		return 1;
+	}
+	pthread_mutex_lock(&mu);
+	int ok = find_locked(p, n) != NULL;
+	pthread_mutex_unlock(&mu);
+	return ok;
+}
+
+// ---------------------------------------------------------------------------
+// Streams and events. Handles are never freed, so that a destroyed one is
+// still recognised.
+
+struct stream {
+	int device;
+	int alive;
+	struct stream *next;
+};
+
+static struct stream *streams;
+
+static struct stream *lookup_stream_locked(void *h) {
+	for (struct stream *s = streams; s; s = s->next) {
+		if ((void *)s == h) {
+			return s;
+		}
+	}
+	return NULL;
+}
+
+// check_stream: 0 (the legacy default stream) or a live stream.
+static int check_stream(void *h) {
+	if (!h) {
+		return CUDA_SUCCESS;
+	}
+	pthread_mutex_lock(&mu);
+	struct stream *s = lookup_stream_locked(h);
+	int r = (s && s->alive) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuStreamCreate(void **stream, unsigned int flags) {
+	REQUIRE_CONTEXT();
+	if (!stream || (flags & ~1u)) { // CU_STREAM_DEFAULT, CU_STREAM_NON_BLOCKING
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct stream *s = calloc(1, sizeof *s);
+	if (!s) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	s->device = current->device;
+	s->alive = 1;
+	pthread_mutex_lock(&mu);
+	s->next = streams;
+	streams = s;
+	pthread_mutex_unlock(&mu);
+	*stream = s;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuStreamDestroy_v2(void *stream) {
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	struct stream *s = lookup_stream_locked(stream);
+	int r = CUDA_ERROR_INVALID_HANDLE;
+	if (s && s->alive) {
+		s->alive = 0;
+		r = CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+// The legacy default stream (0) needs a current context.
+EXPORT int cuStreamSynchronize(void *stream) {
+	REQUIRE_INIT();
+	if (!stream && !current) {
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	return check_stream(stream);
+}
+
+EXPORT int cuStreamQuery(void *stream) {
+	REQUIRE_INIT();
+	if (!stream && !current) {
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	return check_stream(stream);
+}
+
+struct event {
+	int device;
+	unsigned int flags;
+	int alive;
+	int recorded;
+	struct timespec when;
+	struct event *next;
+};
+
+static struct event *events;
+
+enum { EVENT_DISABLE_TIMING = 0x2, EVENT_FLAGS = 0x1 | 0x2 | 0x4 };
+
+static struct event *lookup_event_locked(void *h) {
+	for (struct event *e = events; e; e = e->next) {
+		if ((void *)e == h) {
+			return e->alive ? e : NULL;
+		}
+	}
+	return NULL;
+}
+
+EXPORT int cuEventCreate(void **event, unsigned int flags) {
+	REQUIRE_CONTEXT();
+	if (!event || (flags & ~(unsigned)EVENT_FLAGS)) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct event *e = calloc(1, sizeof *e);
+	if (!e) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	e->device = current->device;
+	e->flags = flags;
+	e->alive = 1;
+	pthread_mutex_lock(&mu);
+	e->next = events;
+	events = e;
+	pthread_mutex_unlock(&mu);
+	*event = e;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuEventDestroy_v2(void *event) {
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	struct event *e = lookup_event_locked(event);
+	if (e) {
+		e->alive = 0;
+	}
+	pthread_mutex_unlock(&mu);
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+// cuEventRecord: the stream must belong to the event's device (for the
+// legacy default stream, the current context's).
+EXPORT int cuEventRecord(void *event, void *stream) {
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	int r = CUDA_SUCCESS;
+	struct event *e = lookup_event_locked(event);
+	struct stream *s = stream ? lookup_stream_locked(stream) : NULL;
+	if (!e || (stream && (!s || !s->alive))) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (!stream && !current) {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	} else if ((s ? s->device : current->device) != e->device) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else {
+		clock_gettime(CLOCK_MONOTONIC, &e->when);
+		e->recorded = 1;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuEventSynchronize(void *event) {
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	struct event *e = lookup_event_locked(event);
+	pthread_mutex_unlock(&mu);
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT int cuEventQuery(void *event) { return cuEventSynchronize(event); }
+
+// cuEventElapsedTime: both events recorded, with timing, on one device.
+EXPORT int cuEventElapsedTime(float *ms, void *start, void *end) {
+	REQUIRE_INIT();
+	if (!ms) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	struct event *a = lookup_event_locked(start), *b = lookup_event_locked(end);
+	int r = CUDA_SUCCESS;
+	if (!a || !b || !a->recorded || !b->recorded || ((a->flags | b->flags) & EVENT_DISABLE_TIMING) ||
+	    a->device != b->device) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else {
+		double d = (double)(b->when.tv_sec - a->when.tv_sec) * 1e3 +
+			   (double)(b->when.tv_nsec - a->when.tv_nsec) / 1e6;
+		*ms = (float)d;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+// ---------------------------------------------------------------------------
+// Copies and memset. Device addresses must lie in device memory, as the
+// driver requires; host addresses are trusted.
+
+EXPORT int cuMemsetD8_v2(uintptr_t dst, unsigned char value, size_t n) {
+	REQUIRE_CONTEXT();
+	if (!check_range(dst, n)) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (n) {
+		memset((void *)dst, value, n);
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuMemsetD8Async(uintptr_t dst, unsigned char value, size_t n, void *stream) {
+	REQUIRE_CONTEXT();
+	int r = check_stream(stream);
+	return r ? r : cuMemsetD8_v2(dst, value, n);
+}
+
+EXPORT int cuMemcpyHtoD_v2(uintptr_t dst, const void *src, size_t n) {
+	REQUIRE_CONTEXT();
+	if (!check_range(dst, n) || (n && !src)) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (n) {
+		memcpy((void *)dst, src, n);
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuMemcpyDtoH_v2(void *dst, uintptr_t src, size_t n) {
+	REQUIRE_CONTEXT();
+	if (!check_range(src, n) || (n && !dst)) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (n) {
+		memcpy(dst, (const void *)src, n);
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuMemcpyDtoD_v2(uintptr_t dst, uintptr_t src, size_t n) {
+	REQUIRE_CONTEXT();
+	if (!check_range(dst, n) || !check_range(src, n)) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (n) {
+		memmove((void *)dst, (const void *)src, n);
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuMemcpyHtoDAsync_v2(uintptr_t dst, const void *src, size_t n, void *stream) {
+	REQUIRE_CONTEXT();
+	int r = check_stream(stream);
+	return r ? r : cuMemcpyHtoD_v2(dst, src, n);
+}
+
+EXPORT int cuMemcpyDtoHAsync_v2(void *dst, uintptr_t src, size_t n, void *stream) {
+	REQUIRE_CONTEXT();
+	int r = check_stream(stream);
+	return r ? r : cuMemcpyDtoH_v2(dst, src, n);
+}
+
+EXPORT int cuMemcpyDtoDAsync_v2(uintptr_t dst, uintptr_t src, size_t n, void *stream) {
+	REQUIRE_CONTEXT();
+	int r = check_stream(stream);
+	return r ? r : cuMemcpyDtoD_v2(dst, src, n);
+}
+
+// CUpointer_attribute values answered.
+enum {
+	PTR_ATTR_CONTEXT = 1,
+	PTR_ATTR_MEMORY_TYPE = 2,
+	PTR_ATTR_DEVICE_POINTER = 3,
+	PTR_ATTR_DEVICE_ORDINAL = 9,
+	PTR_ATTR_RANGE_START_ADDR = 11,
+	PTR_ATTR_RANGE_SIZE = 12,
+};
+
+EXPORT int cuPointerGetAttribute(void *data, int attr, uintptr_t ptr) {
+	REQUIRE_INIT();
+	if (!data) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	struct allocation *a = find_locked(ptr, 1);
+	struct allocation found = a ? *a : (struct allocation){0};
+	pthread_mutex_unlock(&mu);
+	if (!a) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	switch (attr) {
+	case PTR_ATTR_CONTEXT:
+		*(void **)data = &contexts[found.device];
+		break;
+	case PTR_ATTR_MEMORY_TYPE:
+		*(unsigned int *)data = 2; // CU_MEMORYTYPE_DEVICE
+		break;
+	case PTR_ATTR_DEVICE_POINTER:
+		*(uintptr_t *)data = ptr;
+		break;
+	case PTR_ATTR_DEVICE_ORDINAL:
+		*(int *)data = found.device;
+		break;
+	case PTR_ATTR_RANGE_START_ADDR:
+		*(uintptr_t *)data = found.base;
+		break;
+	case PTR_ATTR_RANGE_SIZE:
+		*(size_t *)data = found.size;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------
+// Helpers for the fake NCCL.
+
+// fakecuda_current_device is the device of the calling thread's current
+// context, or -1 without one.
+EXPORT int fakecuda_current_device(void) { return current ? current->device : -1; }
+
+// fakecuda_compute_capability is major*10+minor of every device.
+EXPORT int fakecuda_compute_capability(void) { return cc; }
+
+// fakecuda_memory looks up [p, p+n): it returns 1 and fills the outputs when
+// the range is device memory (vmm: allocated by fakecuda_alloc), else 0.
+EXPORT int fakecuda_memory(uintptr_t p, size_t n, int *device, int *vmm, uintptr_t *base, size_t *size) {
+	pthread_mutex_lock(&mu);
+	struct allocation *a = find_locked(p, n ? n : 1);
+	if (a) {
+		if (device) {
+			*device = a->device;
+		}
+		if (vmm) {
+			*vmm = a->vmm;
+		}
+		if (base) {
+			*base = a->base;
+		}
+		if (size) {
+			*size = a->size;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return a != NULL;
+}
+
+// fakecuda_stream_device is the device of a live stream, -1 for the legacy
+// default stream (0), or -2 for an unknown or destroyed stream.
+EXPORT int fakecuda_stream_device(void *stream) {
+	if (!stream) {
+		return -1;
+	}
+	pthread_mutex_lock(&mu);
+	struct stream *s = lookup_stream_locked(stream);
+	int d = (s && s->alive) ? s->device : -2;
+	pthread_mutex_unlock(&mu);
+	return d;
+}
+
+// fakecuda_alloc allocates "cuMem" memory on the current device, aligned to
+// align (ncclMemAlloc's allocator). It returns a CUresult.
+EXPORT int fakecuda_alloc(uintptr_t *ptr, size_t bytes, size_t align) {
+	REQUIRE_CONTEXT();
+	if (!ptr || bytes == 0 || align == 0) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	int r = alloc_locked(ptr, bytes, align, current->device, 1);
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+// fakecuda_free frees memory of fakecuda_alloc. It returns a CUresult.
+EXPORT int fakecuda_free(uintptr_t ptr) {
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	int r = free_locked(ptr, 1);
+	pthread_mutex_unlock(&mu);
+	return r;
+}

@@ -1,0 +1,175 @@
+// Package gputest holds the helpers of the GPU tests: skipping with a reason
+// where no GPU or NCCL is found, and running several ranks as child
+// processes of the test binary.
+//
+// Ranks of one communicator may share one GPU when each runs in its own
+// process with a distinct NCCL_HOSTID: NCCL then sees separate hosts and
+// connects them through its socket transport (slow, but correct). Every
+// child gets NCCL_NVLS_ENABLE=0: NVLink multicast must stay off.
+package gputest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
+)
+
+// Environment of a rank's child process.
+const (
+	envRank   = "NCCL4GO_TEST_RANK"
+	envNRanks = "NCCL4GO_TEST_NRANKS"
+	envID     = "NCCL4GO_TEST_ID"
+	envTest   = "NCCL4GO_TEST_NAME"
+)
+
+// SafeEnv is set in every process the tests start on a GPU machine.
+var SafeEnv = []string{"NCCL_NVLS_ENABLE=0"}
+
+func init() {
+	// This process too: never NVLink multicast.
+	for _, kv := range SafeEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		if os.Getenv(k) == "" {
+			os.Setenv(k, v)
+		}
+	}
+}
+
+// Require skips the test, saying why, unless a CUDA driver with at least one
+// device and an NCCL library load. It returns the loaded NCCL release.
+func Require(t testing.TB) nccl.Release {
+	t.Helper()
+	if os.Getenv("NCCL4GO_FAKE_CHILD") != "" {
+		t.Skip("GPU test: skipped in a fake-library child process")
+	}
+	n, err := cuda.Count()
+	if err != nil {
+		t.Skipf("GPU test: no usable CUDA driver: %v", err)
+	}
+	if n == 0 {
+		t.Skip("GPU test: the CUDA driver reports no device")
+	}
+	r, err := nccl.Version()
+	if err != nil {
+		t.Skipf("GPU test: no NCCL: %v", err)
+	}
+	return r
+}
+
+// RequireRelease skips unless the loaded NCCL is at least since.
+func RequireRelease(t testing.TB, since nccl.Release) nccl.Release {
+	t.Helper()
+	r := Require(t)
+	if r < since {
+		t.Skipf("needs NCCL %s, loaded %s", since, r)
+	}
+	return r
+}
+
+// IsRank reports whether this process is a rank child of RunRanks.
+func IsRank() bool { return os.Getenv(envRank) != "" }
+
+// RunRanks runs fn as nranks ranks of one communicator, each in a child
+// process of the test binary that re-runs only this test, each with a
+// distinct NCCL_HOSTID (so that they may share GPU 0) and the id in its
+// environment. In the parent it waits for every child, failing the test if
+// any fails or if timeout passes; in a child it calls fn(t, rank, nranks, id).
+// extraEnv is added to every child's environment.
+func RunRanks(t *testing.T, nranks int, timeout time.Duration, extraEnv []string, fn func(t *testing.T, rank, nranks int, id nccl.UniqueID)) {
+	t.Helper()
+	if IsRank() {
+		if os.Getenv(envTest) != t.Name() {
+			t.Skip("not this rank child's test")
+		}
+		rank, _ := strconv.Atoi(os.Getenv(envRank))
+		n, _ := strconv.Atoi(os.Getenv(envNRanks))
+		id, err := nccl.ParseUniqueID(os.Getenv(envID))
+		if err != nil {
+			t.Fatalf("rank %d: bad id in environment: %v", rank, err)
+		}
+		fn(t, rank, n, id)
+		return
+	}
+	Require(t)
+	id, err := nccl.NewUniqueID()
+	if err != nil {
+		t.Fatalf("NewUniqueID: %v", err)
+	}
+	text, _ := id.MarshalText()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	pattern := runPattern(t.Name())
+	var wg sync.WaitGroup
+	outs := make([]bytes.Buffer, nranks)
+	errs := make([]error, nranks)
+	for r := 0; r < nranks; r++ {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+pattern, "-test.v", "-test.timeout="+timeout.String())
+		cmd.Env = append(os.Environ(), SafeEnv...)
+		cmd.Env = append(cmd.Env,
+			envRank+"="+strconv.Itoa(r), envNRanks+"="+strconv.Itoa(nranks), envID+"="+string(text),
+			envTest+"="+t.Name(),
+			"NCCL_HOSTID=nccl4go-test-host-"+strconv.Itoa(r),
+			"NCCL_SOCKET_IFNAME=lo", "NCCL_IB_DISABLE=1")
+		cmd.Env = append(cmd.Env, extraEnv...)
+		cmd.Stdout, cmd.Stderr = &outs[r], &outs[r]
+		cmd.WaitDelay = 5 * time.Second
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting rank %d: %v", r, err)
+		}
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			errs[r] = cmd.Wait()
+		}(r)
+	}
+	wg.Wait()
+	for r := 0; r < nranks; r++ {
+		out := outs[r].String()
+		if errs[r] != nil || !strings.Contains(out, "--- PASS") && !strings.Contains(out, "--- SKIP") {
+			t.Errorf("rank %d of %d failed (%v):\n%s", r, nranks, errs[r], out)
+		} else if strings.Contains(out, "--- SKIP") && !strings.Contains(out, "--- PASS") {
+			t.Logf("rank %d skipped:\n%s", r, out)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Errorf("ranks did not finish within %v", timeout)
+	}
+}
+
+// runPattern is a -test.run pattern matching exactly the test name (with
+// its subtests' path).
+func runPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+// MultiRankGPU reports whether ranks of one process may share a GPU with the
+// loaded NCCL (2.30.3 and later with NCCL_MULTI_RANK_GPU_ENABLE=1), and if
+// not, why.
+func MultiRankGPU() error {
+	r, err := nccl.Version()
+	if err != nil {
+		return err
+	}
+	if r < 23003 {
+		return fmt.Errorf("NCCL %s: several ranks of one process on one GPU need 2.30.3", r)
+	}
+	if os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") != "1" {
+		return fmt.Errorf("NCCL_MULTI_RANK_GPU_ENABLE is not 1")
+	}
+	return nil
+}

@@ -1,0 +1,837 @@
+package nccl
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// Lifecycle beyond init: Split, Shrink, Grow, Revoke, Suspend and Resume,
+// memory statistics.
+//
+// How a new communicator made from another one becomes known (NCCL
+// src/init.cc, 2.18 through 2.30.7; every communicator of this binding is
+// non-blocking inside NCCL):
+//
+//   - Split and Shrink (ncclCommInitChildComm) set *newcomm to NULL and
+//     queue a job on the PARENT: the parent's ncclCommGetAsyncError reports
+//     ncclInProgress until the job is over, and the job stores the child
+//     into *newcomm only at its very end (ncclCommInitRankFunc's exit path,
+//     also for a rank that passed NoColor, which stores NULL). Inside a
+//     group the job starts only when the group ends. So the binding gives
+//     NCCL a C cell that the parent owns (freed when the parent is released,
+//     after NCCL has joined every job of it), and the child Communicator is
+//     "pending" until the parent's state leaves ncclInProgress after the
+//     call (and after the group's end). A parent state of ncclSuccess then
+//     means the job succeeded: the cell holds the child. An error state
+//     means it failed: whatever the cell holds is aborted.
+//   - Grow (ncclCommGrow) stores the new communicator into *newcomm during
+//     the call and queues the job on the NEW communicator, whose own async
+//     state reports the progress, as for init; the job stores *newcomm again
+//     at its end. The new Communicator owns that cell until it is released.
+
+// NoColor is the color of a rank that takes part in Split without joining
+// any new communicator (NCCL_SPLIT_NOCOLOR): Split gives it a null
+// communicator. NCCL 2.18.1.
+const NoColor = -1
+
+// ExistingRank is the rank a member of the communicator being grown passes
+// to Grow: it keeps its rank (-1 in ncclCommGrow). NCCL 2.29.2.
+const ExistingRank = -1
+
+// ShrinkFlag selects how Shrink treats operations in flight
+// (NCCL_SHRINK_*).
+type ShrinkFlag int
+
+// Shrink flags. NCCL 2.27.3.
+const (
+	// ShrinkDefault needs a quiesced communicator; the child shares the
+	// parent's resources when Config.ShrinkShare is set (NCCL_SHRINK_DEFAULT).
+	ShrinkDefault ShrinkFlag = 0
+	// ShrinkAbort cancels the parent's operations on the device first and
+	// shares nothing (NCCL_SHRINK_ABORT): for shrinking after a failure.
+	ShrinkAbort ShrinkFlag = 1
+)
+
+// String is the C name.
+func (f ShrinkFlag) String() string {
+	switch f {
+	case ShrinkDefault:
+		return "NCCL_SHRINK_DEFAULT"
+	case ShrinkAbort:
+		return "NCCL_SHRINK_ABORT"
+	}
+	return fmt.Sprintf("ShrinkFlag(%d)", int(f))
+}
+
+// SuspendFlag says what Suspend releases (NCCL_SUSPEND_*).
+type SuspendFlag int
+
+// Suspend flags. NCCL 2.29.7.
+const (
+	// SuspendMem releases the communicator's dynamic GPU memory until
+	// Resume (NCCL_SUSPEND_MEM).
+	SuspendMem SuspendFlag = 1
+)
+
+// MemStat names a memory statistic of a communicator (ncclCommMemStat_t).
+type MemStat int
+
+// Memory statistics. NCCL 2.29.7.
+const (
+	MemStatGPUMemSuspend   MemStat = 0 // ncclStatGpuMemSuspend: bytes Suspend can release
+	MemStatGPUMemSuspended MemStat = 1 // ncclStatGpuMemSuspended: 1 while suspended, else 0
+	MemStatGPUMemPersist   MemStat = 2 // ncclStatGpuMemPersist: bytes kept while suspended
+	MemStatGPUMemTotal     MemStat = 3 // ncclStatGpuMemTotal: all bytes
+)
+
+var memStatNames = [...]string{"ncclStatGpuMemSuspend", "ncclStatGpuMemSuspended", "ncclStatGpuMemPersist", "ncclStatGpuMemTotal"}
+
+// String is the C name.
+func (s MemStat) String() string {
+	if s >= 0 && int(s) < len(memStatNames) {
+		return memStatNames[s]
+	}
+	return fmt.Sprintf("MemStat(%d)", int(s))
+}
+
+// lifeState is what a Communicator keeps for the outputs NCCL writes after
+// a call has returned (guarded by the communicator's mu).
+type lifeState struct {
+	// pend is set while this communicator is being created by Split or
+	// Shrink and its pointer is not known yet.
+	pend *pendingChild
+	// cells are the Split and Shrink outputs of this parent's jobs.
+	cells []*childCell
+	// own is the cell Grow gave NCCL for this communicator (NCCL's job
+	// writes it again at its end).
+	own capi.Cell
+	// deferred frees C memory NCCL may still write (a window or device
+	// communicator closed while its creation was in flight), once NCCL has
+	// released the communicator.
+	deferred []func()
+	// groupEnds counts the outermost groups that used this communicator
+	// and ended (see completion).
+	groupEnds uint64
+	// pendingRes counts the tracked windows and device communicators whose
+	// creation is not known to be over: a wait that sees the communicator
+	// idle settles them.
+	pendingRes int
+}
+
+// settleResourcesLocked settles the pending windows and device
+// communicators once the communicator is idle (mu held).
+func (c *Communicator) settleResourcesLocked() {
+	for _, r := range c.resources {
+		if s, ok := r.(interface{ settleLocked() }); ok {
+			s.settleLocked()
+		}
+	}
+}
+
+// childCell is the C cell where a Split or Shrink job of the parent stores
+// the child. The parent owns it; its fields are guarded by the parent's mu.
+type childCell struct {
+	cell      capi.Cell
+	final     bool    // the parent was released: value is what NCCL stored
+	value     uintptr // valid when final
+	err       error   // the job failed (parent aborted or broken), when final
+	claimed   bool    // a child took the outcome (or there is nothing to take)
+	abandoned bool    // the child was aborted before it was ready: abort what NCCL stores
+}
+
+// pendingChild is a Split or Shrink child whose pointer is not known yet.
+type pendingChild struct {
+	parent   *Communicator
+	cell     *childCell
+	op       string
+	dev      int
+	blocking bool
+	comp     completion // of the parent's job
+}
+
+// completion tells when an output NCCL writes in a communicator's
+// background job (or at the end of a group) is final: the call that queued
+// it returned, the group it was issued in (if any) has ended, and the
+// communicator's async state has left ncclInProgress.
+type completion struct {
+	inGroup bool
+	seq     uint64 // the communicator's groupEnds when the call was made
+	done    bool   // the call completed synchronously
+}
+
+// completionLocked describes a call just made on c (mu held) that returned st.
+func (c *Communicator) completionLocked(st capi.Status) completion {
+	in := capi.GroupDepth() > 0
+	return completion{inGroup: in, seq: c.life.groupEnds, done: !in && st.Code == 0}
+}
+
+// groupOpenLocked reports whether the group of a call made inside one has
+// not ended yet (mu held).
+func (c *Communicator) groupOpenLocked(cp completion) bool {
+	return cp.inGroup && c.life.groupEnds == cp.seq
+}
+
+// jobDoneLocked reports whether the job behind cp is over (mu held); err is
+// the communicator's failure, if it broke.
+func (c *Communicator) jobDoneLocked(op string, cp completion) (bool, error) {
+	if cp.done {
+		return true, nil
+	}
+	if c.groupOpenLocked(cp) {
+		return false, nil
+	}
+	if c.ptr == 0 {
+		return true, nil
+	}
+	state, st := capi.CommGetAsyncError(c.ptr)
+	if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
+		return true, err
+	}
+	switch Result(state) {
+	case Success:
+		return true, nil
+	case InProgress:
+		return false, nil
+	}
+	return true, &Error{Op: op, Code: Result(state), Detail: capi.GetLastError()}
+}
+
+// groupEnded records that an outermost group that used the NCCL
+// communicator p has ended (called by GroupEnd for every communicator the
+// group used, whatever ncclGroupEnd returned).
+func groupEnded(p uintptr) {
+	c := lookup(p)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.ptr == p {
+		c.life.groupEnds++
+	}
+	c.mu.Unlock()
+}
+
+// ---------------------------------------------------------------------------
+// Pending children.
+
+// resolveLocked tries to learn the outcome of a pending Split or Shrink
+// child (c.mu held; it locks the parent's mu, in that order). done reports
+// whether the outcome is known; err is the creation's failure, after which
+// c is aborted.
+func (c *Communicator) resolveLocked() (done bool, err error) {
+	p := c.life.pend
+	if p == nil {
+		return true, nil
+	}
+	par, cc := p.parent, p.cell
+	par.mu.Lock()
+	var value uintptr
+	switch {
+	case cc.final:
+		value, err = cc.value, cc.err
+	case par.groupOpenLocked(p.comp):
+		par.mu.Unlock()
+		return false, nil
+	default:
+		state, st := capi.CommGetAsyncError(par.ptr)
+		switch {
+		case st.Code != 0:
+			err = statusErr(p.op, "ncclCommGetAsyncError", st)
+		case Result(state) == InProgress:
+			par.mu.Unlock()
+			return false, nil
+		case state != 0:
+			err = &Error{Op: p.op, Code: Result(state), Detail: capi.GetLastError()}
+		}
+		value = cc.cell.Load()
+		if err == nil {
+			// The poll that saw success joined NCCL's job: the cell is final.
+			par.dropCellLocked(cc)
+		}
+	}
+	cc.claimed = true
+	par.mu.Unlock()
+	c.life.pend = nil
+	if err == nil && value == 0 {
+		err = &Error{Op: p.op, Code: InternalError, Detail: "NCCL reported success but stored no communicator"}
+	}
+	if err == nil {
+		// A blocking parent reports a failed job only through the group's
+		// end; the child NCCL stored carries the failure itself.
+		if state, st := capi.CommGetAsyncError(value); st.Code == 0 && state != 0 && Result(state) != InProgress {
+			err = &Error{Op: p.op, Code: Result(state), Detail: capi.GetLastError()}
+		}
+	}
+	if err != nil {
+		if value != 0 {
+			capi.CommAbort(value)
+		}
+		c.state = stateAborted
+		return true, err
+	}
+	c.adoptLocked(value, p.dev, p.blocking)
+	return true, nil
+}
+
+// dropCellLocked frees a child cell whose job NCCL has joined (mu held).
+func (c *Communicator) dropCellLocked(cc *childCell) {
+	if i := slices.Index(c.life.cells, cc); i >= 0 {
+		c.life.cells = slices.Delete(c.life.cells, i, i+1)
+		cc.cell.Free()
+		cc.cell = capi.Cell{}
+	}
+}
+
+// lockPendingLocked is lockLive for a pending child (c.mu held): it returns
+// the pointer with mu still held once the child is ready, else an error
+// with mu released.
+func (c *Communicator) lockPendingLocked(op string) (uintptr, error) {
+	p := c.life.pend
+	done, err := c.resolveLocked()
+	if done && err == nil {
+		return c.ptr, nil
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	return 0, &Error{Op: op, Code: InProgress,
+		Detail: fmt.Sprintf("the communicator is still being created by %s: Wait for it (or end the group that created it) first", p.op)}
+}
+
+// awaitPending waits until a pending child is ready or has failed; it
+// returns at once for any other communicator. When ctx ends first, the
+// parent (whose job is creating the child) is aborted, and so is the child.
+func (c *Communicator) awaitPending(ctx context.Context, op string) error {
+	if c == nil {
+		return nil
+	}
+	for {
+		c.mu.Lock()
+		p := c.life.pend
+		if p == nil {
+			c.mu.Unlock()
+			return nil
+		}
+		done, err := c.resolveLocked()
+		c.mu.Unlock()
+		if done {
+			return err
+		}
+		par := p.parent
+		par.mu.Lock()
+		open := par.groupOpenLocked(p.comp)
+		par.mu.Unlock()
+		if open {
+			return fmt.Errorf("nccl: %s: the communicator is created by %s in a group that has not ended: it exists once the group ends: %w", op, p.op, ErrInvalidUsage)
+		}
+		if err := par.wait(ctx, op); err != nil {
+			// The parent broke, was aborted because ctx ended, or is gone:
+			// settle the child's fate (aborting what NCCL made of it).
+			c.mu.Lock()
+			if c.life.pend != nil {
+				c.resolveLocked()
+			}
+			c.mu.Unlock()
+			return err
+		}
+	}
+}
+
+// abandonPending is Abort for a pending child. It reports whether c was one
+// (then nothing is left to abort): a child whose parent's job is still
+// running is marked abandoned, and the parent aborts what NCCL stores for it
+// when the parent is released (NCCL cannot cancel a split alone).
+func (c *Communicator) abandonPending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.life.pend
+	if p == nil {
+		return false
+	}
+	done, err := c.resolveLocked()
+	if done {
+		return err != nil // failed: already aborted; ready: abort it normally
+	}
+	p.parent.mu.Lock()
+	p.cell.abandoned = true
+	p.cell.claimed = true
+	p.parent.mu.Unlock()
+	c.life.pend = nil
+	c.state = stateAborted
+	return true
+}
+
+// lifeBeforeReleaseLocked runs before NCCL releases c (mu held): if a
+// Split or Shrink child was not claimed, it reports whether the
+// communicator ended broken, which their jobs then failed with.
+func (c *Communicator) lifeBeforeReleaseLocked(op string, ptr uintptr) error {
+	need := false
+	for _, cc := range c.life.cells {
+		if !cc.claimed || cc.abandoned {
+			need = true
+		}
+	}
+	if !need {
+		return nil
+	}
+	state, st := capi.CommGetAsyncError(ptr)
+	if st.Code == 0 && state != 0 && Result(state) != InProgress {
+		return &Error{Op: op, Code: Result(state), Detail: "the parent communicator failed before the new communicator was ready"}
+	}
+	return nil
+}
+
+// lifeAfterReleaseLocked runs after NCCL released c (mu held): NCCL has
+// joined every job of the communicator, so the cells hold their final
+// values. It records them for children not resolved yet, aborts abandoned
+// children and frees the C memory.
+func (c *Communicator) lifeAfterReleaseLocked(final commState, broken error) {
+	for _, cc := range c.life.cells {
+		cc.value, cc.final = cc.cell.Load(), true
+		switch {
+		case final == stateAborted:
+			cc.err = fmt.Errorf("nccl: the parent communicator was aborted before the new communicator was ready: %w", ErrClosed)
+		case broken != nil:
+			cc.err = broken
+		}
+		if cc.abandoned && cc.value != 0 {
+			capi.CommAbort(cc.value)
+		}
+		cc.cell.Free()
+		cc.cell = capi.Cell{}
+	}
+	c.life.cells = nil
+	c.life.pendingRes = 0
+	c.life.own.Free()
+	c.life.own = capi.Cell{}
+	for _, f := range c.life.deferred {
+		f()
+	}
+	c.life.deferred = nil
+}
+
+// ---------------------------------------------------------------------------
+// Split and Shrink.
+
+// Split creates new communicators from this one, one per color
+// (ncclCommSplit): the ranks passing the same color form one communicator,
+// ranked by key (ties keep the parent's order). A rank passing NoColor
+// joins none and gets a null Communicator (not nil, !IsValid) and a nil
+// error. cfg nil inherits the parent's config (and blocking mode);
+// cfg.Device, if set, must be the parent's device. Collective over every
+// rank of the parent, NoColor ones included; the parent must have no
+// operation in flight (the binding waits for one first).
+//
+// On a blocking parent Split returns once the child is ready. On a
+// non-blocking parent, or inside a group, it returns a child that is still
+// being created (its pointer is known only when NCCL's job on the parent
+// ends): after the group ends, Wait on the child (or on the parent) before
+// using it; calls on it meanwhile fail with an error wrapping
+// ErrInProgress. Abort on such a child does not wait: what NCCL makes for
+// it is aborted when the parent is destroyed or aborted. NCCL 2.18.1.
+func (c *Communicator) Split(color, key int, cfg *Config) (*Communicator, error) {
+	return c.SplitContext(plain, color, key, cfg)
+}
+
+// SplitContext is Split bounded by ctx: if ctx ends before the split is
+// done, the parent is aborted (NCCL cannot cancel a split alone) and so is
+// the child, and the error matches both ctx.Err() and ErrInProgress.
+func (c *Communicator) SplitContext(ctx context.Context, color, key int, cfg *Config) (*Communicator, error) {
+	const op = "Split"
+	if color < 0 && color != NoColor {
+		return nil, argErr(op, "color", "%d: must be >= 0, or NoColor", color)
+	}
+	if key < -(1<<31) || key > 1<<31-1 || color > 1<<31-1 {
+		return nil, argErr(op, "key", "color %d, key %d: must fit in a C int", color, key)
+	}
+	return c.makeChild(ctx, op, "ncclCommSplit", cfg, color == NoColor,
+		func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status {
+			return capi.CommSplit(ptr, color, key, cell, cc)
+		})
+}
+
+// Shrink creates a communicator of the parent's ranks minus exclude
+// (ncclCommShrink), keeping their order. exclude must be non-empty, hold
+// distinct ranks of the parent, leave at least one rank, and not contain
+// this rank: excluded ranks do not call Shrink. The slice is not modified
+// (NCCL sorts its copy). flags is ShrinkDefault or ShrinkAbort. cfg as in
+// Split. Collective over the remaining ranks. Blocking and non-blocking
+// behaviour as in Split. NCCL 2.27.3.
+func (c *Communicator) Shrink(exclude []int, cfg *Config, flags ShrinkFlag) (*Communicator, error) {
+	return c.ShrinkContext(plain, exclude, cfg, flags)
+}
+
+// ShrinkContext is Shrink bounded by ctx (see SplitContext).
+func (c *Communicator) ShrinkContext(ctx context.Context, exclude []int, cfg *Config, flags ShrinkFlag) (*Communicator, error) {
+	const op = "Shrink"
+	if flags != ShrinkDefault && flags != ShrinkAbort {
+		return nil, argErr(op, "flags", "%d: must be ShrinkDefault or ShrinkAbort", int(flags))
+	}
+	if len(exclude) == 0 {
+		return nil, argErr(op, "exclude", "empty: name at least one rank to exclude")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := loaded(); err != nil {
+		return nil, err
+	}
+	n, rank, _, err := c.ident(op)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]int32, len(exclude)) // NCCL sorts it in place: never the caller's
+	seen := make(map[int]bool, len(exclude))
+	for i, r := range exclude {
+		switch {
+		case r < 0 || r >= n:
+			return nil, argErr(op, "exclude", "rank %d: not in [0, %d)", r, n)
+		case seen[r]:
+			return nil, argErr(op, "exclude", "rank %d listed twice", r)
+		}
+		seen[r] = true
+		list[i] = int32(r)
+	}
+	if len(exclude) >= n {
+		return nil, argErr(op, "exclude", "excludes all %d ranks: at least one must remain", n)
+	}
+	if seen[rank] {
+		return nil, argErr(op, "exclude", "rank %d is this rank: excluded ranks must not call Shrink", rank)
+	}
+	return c.makeChild(ctx, op, "ncclCommShrink", cfg, false,
+		func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status {
+			return capi.CommShrink(ptr, slices.Clone(list), cell, cc, int(flags))
+		})
+}
+
+// childConfig encodes the config of a child made on the parent's device:
+// nil inherits the parent's config (NCCL copies it) and blocking mode.
+func (c *Communicator) childConfig(op string, cfg *Config, r Release) (*capi.Config, bool, error) {
+	c.mu.Lock()
+	dev, blocking := c.dev, c.blocking
+	c.mu.Unlock()
+	if cfg == nil {
+		return nil, blocking, nil
+	}
+	if cfg.Device != nil && *cfg.Device != dev {
+		return nil, false, argErr(op, "Config.Device", "cuda:%d: the new communicator is on the parent's device, cuda:%d", *cfg.Device, dev)
+	}
+	return cfg.encode(op, r)
+}
+
+// makeChild runs a Split or Shrink call and returns the child.
+func (c *Communicator) makeChild(ctx context.Context, op, fn string, cfg *Config, noColor bool,
+	call func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status) (*Communicator, error) {
+	if c == nil {
+		return nil, &StateError{Op: op}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := loaded()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.lockLive(op); err != nil {
+		return nil, err
+	}
+	c.mu.Unlock()
+	ccfg, childBlocking, err := c.childConfig(op, cfg, r)
+	if err != nil {
+		return nil, err
+	}
+	cc := &childCell{cell: capi.NewCell(), claimed: noColor}
+	var (
+		st       capi.Status
+		comp     completion
+		dev      int
+		blocking bool
+	)
+	for {
+		ptr, err := c.lockLive(op)
+		if err != nil {
+			cc.cell.Free()
+			return nil, err
+		}
+		st = call(ptr, cc.cell, ccfg)
+		if st.Code == capi.Pending {
+			c.mu.Unlock()
+			if err := c.wait(ctx, op); err != nil {
+				cc.cell.Free()
+				return nil, err
+			}
+			continue
+		}
+		if st.Code == 0 || Result(st.Code) == InProgress {
+			// From here NCCL may write the cell until the parent's job is
+			// over: the parent owns it.
+			c.life.cells = append(c.life.cells, cc)
+			comp = c.completionLocked(st)
+			comp.done = false // the child is known only from the parent's state
+		}
+		dev, blocking = c.dev, c.blocking
+		c.mu.Unlock()
+		break
+	}
+	if st.Code != 0 && Result(st.Code) != InProgress {
+		// A blocking parent ran the job inside the call: NCCL stores the
+		// child even when the job failed, and leaves it to be aborted. (A
+		// failure before the job was queued left NULL.)
+		if p := cc.cell.Load(); p != 0 {
+			capi.CommAbort(p)
+		}
+		cc.cell.Free()
+		return nil, statusErr(op, fn, st)
+	}
+	child := &Communicator{dev: dev, blocking: childBlocking}
+	if noColor {
+		// Nothing to wait for but the parent's own part of the collective.
+		if completes(ctx, blocking) && !comp.inGroup {
+			if err := c.wait(ctx, op); err != nil {
+				return nil, err
+			}
+			c.mu.Lock()
+			c.dropCellLocked(cc) // the wait saw the job succeed and joined it
+			c.mu.Unlock()
+		}
+		return child, nil
+	}
+	child.life.pend = &pendingChild{parent: c, cell: cc, op: op, dev: dev, blocking: childBlocking, comp: comp}
+	if !completes(ctx, blocking) || comp.inGroup {
+		return child, nil
+	}
+	if err := child.awaitPending(ctx, op); err != nil {
+		return nil, err
+	}
+	return child, nil
+}
+
+// ---------------------------------------------------------------------------
+// Grow.
+
+// GetUniqueID creates the id that ranks joining this communicator pass to
+// Grow (ncclCommGetUniqueId). Call it on one existing rank, the
+// coordinator, which passes the id to its own Grow and sends it to the
+// joining ranks; NCCL hands it to the existing ranks 0 and N-1 itself. An
+// id is good for one Grow, and NCCL makes no new one while the last is
+// unused. It fails while NCCL_COMM_ID is set. Not collective. NCCL 2.29.2.
+func (c *Communicator) GetUniqueID() (UniqueID, error) {
+	const op = "GetUniqueID"
+	var id UniqueID
+	err := c.call(context.Background(), op, "ncclCommGetUniqueId", func(ptr uintptr) capi.Status {
+		return capi.CommGetUniqueID(ptr, (*[128]byte)(&id))
+	})
+	return id, err
+}
+
+// Grow creates a communicator of nranks ranks from this one plus joining
+// ranks (ncclCommGrow). Collective over the existing and the joining ranks:
+//
+//   - an existing rank calls it on its live communicator with rank
+//     ExistingRank (it keeps its rank) and id nil, except the coordinator,
+//     which passes the id it got from GetUniqueID; cfg nil inherits this
+//     communicator's config, and cfg.Device, if set, must be its device;
+//   - a joining rank calls it on a null Communicator (the zero value, or a
+//     nil *Communicator) with its new rank (at least the old size, below
+//     nranks) and the coordinator's id; cfg.Device picks its device
+//     (default 0).
+//
+// nranks must exceed the old size. Destroy the old communicator once the
+// new one is ready. Blocking and non-blocking behaviour as in Init.
+// NCCL 2.29.2.
+func (c *Communicator) Grow(nranks int, id *UniqueID, rank int, cfg *Config) (*Communicator, error) {
+	return c.GrowContext(plain, nranks, id, rank, cfg)
+}
+
+// GrowContext is Grow bounded by ctx: if ctx ends before the new
+// communicator is ready, it is aborted and the error matches both ctx.Err()
+// and ErrInProgress.
+func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID, rank int, cfg *Config) (*Communicator, error) {
+	const op = "Grow"
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := loaded()
+	if err != nil {
+		return nil, err
+	}
+	if nranks < 1 || nranks > 1<<31-1 {
+		return nil, argErr(op, "nranks", "%d: need at least 1", nranks)
+	}
+	existing := c != nil && c.Ptr() != 0
+	if c != nil && !existing {
+		c.mu.Lock()
+		pending := c.life.pend != nil
+		c.mu.Unlock()
+		if pending {
+			return nil, fmt.Errorf("nccl: %s: the communicator is still being created: Wait for it first: %w", op, ErrInvalidUsage)
+		}
+	}
+	if id != nil && id.IsZero() {
+		return nil, argErr(op, "id", "all zeros: use the id the coordinator got from GetUniqueID")
+	}
+	var (
+		ccfg     *capi.Config
+		blocking bool
+		dev      int
+	)
+	if existing {
+		n, _, d, err := c.ident(op)
+		if err != nil {
+			return nil, err
+		}
+		if rank != ExistingRank {
+			return nil, argErr(op, "rank", "%d: a rank of the communicator being grown keeps its rank: pass ExistingRank", rank)
+		}
+		if nranks <= n {
+			return nil, argErr(op, "nranks", "%d: must exceed the current size %d", nranks, n)
+		}
+		if ccfg, blocking, err = c.childConfig(op, cfg, r); err != nil {
+			return nil, err
+		}
+		dev = d
+	} else {
+		if rank < 0 || rank >= nranks {
+			return nil, argErr(op, "rank", "%d: a joining rank needs its new rank in [0, %d) (a null communicator joins; existing ranks grow their live communicator)", rank, nranks)
+		}
+		if id == nil {
+			return nil, argErr(op, "id", "nil: a joining rank needs the coordinator's id from GetUniqueID")
+		}
+		if ccfg, blocking, err = cfg.encode(op, r); err != nil {
+			return nil, err
+		}
+		dev = cfg.device(0)
+	}
+	cctx, err := deviceContext(op, dev)
+	if err != nil {
+		return nil, err
+	}
+	var raw *[128]byte
+	if id != nil {
+		raw = new([128]byte)
+		*raw = *id
+	}
+	cell := capi.NewCell()
+	var st capi.Status
+	for {
+		var ptr uintptr
+		if existing {
+			if ptr, err = c.lockLive(op); err != nil {
+				cell.Free()
+				return nil, err
+			}
+		}
+		st = capi.CommGrow(cctx, ptr, nranks, raw, rank, cell, ccfg)
+		if existing {
+			c.mu.Unlock()
+		}
+		if st.Code != capi.Pending {
+			break
+		}
+		if err := c.wait(ctx, op); err != nil {
+			cell.Free()
+			return nil, err
+		}
+	}
+	ptr := cell.Load()
+	if st.Code != 0 && Result(st.Code) != InProgress {
+		if ptr != 0 {
+			// Not expected (NCCL clears *newcomm on failure); never free a
+			// cell a job might still write.
+			capi.CommAbort(ptr)
+		} else {
+			cell.Free()
+		}
+		return nil, statusErr(op, "ncclCommGrow", st)
+	}
+	if ptr == 0 {
+		cell.Free()
+		return nil, &Error{Op: op, Code: InternalError, Detail: "NCCL returned no communicator"}
+	}
+	child := new(Communicator)
+	child.mu.Lock()
+	child.adoptLocked(ptr, dev, blocking)
+	child.life.own = cell
+	child.mu.Unlock()
+	if err := child.settle(ctx, op); err != nil {
+		return nil, err
+	}
+	return child, nil
+}
+
+// ---------------------------------------------------------------------------
+// Revoke, Suspend, Resume, memory statistics.
+
+// Revoke stops the communicator's operations in flight without destroying
+// it (ncclCommRevoke), so that Split, Shrink (with ShrinkAbort or not) or
+// Destroy can follow after a failure. flags must be 0 (NCCL_REVOKE_DEFAULT).
+// Finalize is not allowed after Revoke (Destroy skips it). Not collective.
+// NCCL 2.28.7.
+func (c *Communicator) Revoke(flags int) error { return c.RevokeContext(plain, flags) }
+
+// RevokeContext is Revoke whose wait (blocking communicators) is bounded by
+// ctx.
+func (c *Communicator) RevokeContext(ctx context.Context, flags int) error {
+	const op = "Revoke"
+	if flags != 0 {
+		return argErr(op, "flags", "%d: must be 0 (NCCL_REVOKE_DEFAULT)", flags)
+	}
+	return c.call(ctx, op, "ncclCommRevoke", func(ptr uintptr) capi.Status {
+		st := capi.CommRevoke(ptr, flags)
+		if st.Code == 0 || Result(st.Code) == InProgress {
+			c.finalized = true // NCCL marks it finalized (mu is held by call)
+		}
+		return st
+	})
+}
+
+// Suspend releases the communicator's memory as flags says
+// (ncclCommSuspend): SuspendMem frees its dynamic GPU memory until Resume.
+// flags 0 does nothing. The communicator must have no operation in flight
+// and must not be used until Resume. NCCL refuses (ErrInvalidUsage) when
+// its memory manager is disabled or shared with Split children
+// (Config.SplitShare). Collective (NCCL runs a barrier). NCCL 2.29.7.
+func (c *Communicator) Suspend(flags SuspendFlag) error {
+	return c.SuspendContext(plain, flags)
+}
+
+// SuspendContext is Suspend bounded by ctx.
+func (c *Communicator) SuspendContext(ctx context.Context, flags SuspendFlag) error {
+	const op = "Suspend"
+	if flags&^SuspendMem != 0 {
+		return argErr(op, "flags", "%#x: only SuspendMem is defined", int(flags))
+	}
+	return c.call(ctx, op, "ncclCommSuspend", func(ptr uintptr) capi.Status {
+		return capi.CommSuspend(ptr, int(flags))
+	})
+}
+
+// Resume brings back what Suspend released (ncclCommResume). Collective.
+// NCCL 2.29.7.
+func (c *Communicator) Resume() error { return c.ResumeContext(plain) }
+
+// ResumeContext is Resume bounded by ctx.
+func (c *Communicator) ResumeContext(ctx context.Context) error {
+	return c.call(ctx, "Resume", "ncclCommResume", capi.CommResume)
+}
+
+// MemStat returns one memory statistic of the communicator
+// (ncclCommMemStats): bytes, or 0/1 for MemStatGPUMemSuspended. Not
+// collective. NCCL 2.29.7.
+func (c *Communicator) MemStat(stat MemStat) (uint64, error) {
+	const op = "MemStat"
+	if stat < MemStatGPUMemSuspend || stat > MemStatGPUMemTotal {
+		return 0, argErr(op, "stat", "%d: not a MemStat", int(stat))
+	}
+	var v uint64
+	err := c.call(context.Background(), op, "ncclCommMemStats", func(ptr uintptr) capi.Status {
+		var st capi.Status
+		v, st = capi.CommMemStats(ptr, int(stat))
+		return st
+	})
+	return v, err
+}

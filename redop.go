@@ -1,0 +1,196 @@
+package nccl
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// CustomOp is a reduction operator made for one communicator and one
+// element type (ncclRedOpCreatePreMulSum). Use Op wherever a RedOp goes, on
+// that communicator only, with buffers of that type: the collectives check
+// both, and that the operator is still open.
+//
+// NCCL reuses the values of destroyed operators, so a RedOp kept after
+// Close may name a newer operator of the same communicator; do not keep it.
+//
+// The communicator tracks its operators: Destroy and Abort close those
+// still open. A CustomOp is safe for concurrent use.
+type CustomOp struct {
+	c      *Communicator
+	op     RedOp
+	dt     DataType
+	ptr    uintptr // the ncclComm_t it belongs to
+	closed bool    // guarded by c.mu
+	keep   any     // the device scalar, kept reachable
+}
+
+// scalarResidence is ncclScalarResidence_t.
+const (
+	scalarDevice        = 0 // ncclScalarDevice: NCCL reads the scalar from device memory when the reduction runs
+	scalarHostImmediate = 1 // ncclScalarHostImmediate: NCCL copies the host value when the operator is made
+)
+
+// PreMulSum makes an operator that multiplies each rank's input by scalar
+// before summing across ranks (ncclRedOpCreatePreMulSum with
+// ncclScalarHostImmediate): NCCL copies the value now. Each rank may pass
+// its own scalar. The operator works on buffers of T only. Not collective
+// (local to this rank). NCCL 2.11.4 (fp8 types: 2.24.3).
+func PreMulSum[T cuda.Elem](c *Communicator, scalar T) (*CustomOp, error) {
+	var bits uint64 // NCCL copies the type's size from the address: the low bytes
+	*(*T)(unsafe.Pointer(&bits)) = scalar
+	return c.newPreMulSum("PreMulSum", DataType(cuda.DTypeOf[T]()), true, bits, 0, nil)
+}
+
+// PreMulSumDevice is PreMulSum with the scalar in device memory: a
+// one-element slice on the communicator's device, which NCCL reads each
+// time a reduction using the operator runs (ncclRedOpCreatePreMulSum with
+// ncclScalarDevice). Keep the memory allocated, and its value written in
+// the reductions' stream order, until the operator is closed. Not
+// collective. NCCL 2.11.4 (fp8 types: 2.24.3).
+func PreMulSumDevice[T cuda.Elem](c *Communicator, scalar cuda.Slice[T]) (*CustomOp, error) {
+	const op = "PreMulSumDevice"
+	if err := scalar.Err(); err != nil {
+		return nil, &ArgError{Op: op, Arg: "scalar", Reason: err.Error(), Err: err}
+	}
+	if scalar.Len() != 1 {
+		return nil, argErr(op, "scalar", "%d elements: need exactly one", scalar.Len())
+	}
+	_, _, dev, err := c.ident(op)
+	if err != nil {
+		return nil, err
+	}
+	if int(scalar.Device()) != dev {
+		return nil, argErr(op, "scalar", "on %s, but the communicator is on cuda:%d", scalar.Device(), dev)
+	}
+	return c.newPreMulSum(op, DataType(cuda.DTypeOf[T]()), false, 0, scalar.Ptr(), scalar)
+}
+
+func (c *Communicator) newPreMulSum(op string, dt DataType, host bool, bits uint64, dptr uintptr, keep any) (*CustomOp, error) {
+	if c == nil {
+		return nil, &StateError{Op: op}
+	}
+	r, err := loaded()
+	if err != nil {
+		return nil, err
+	}
+	if dt.Since() > r {
+		return nil, &UnsupportedError{Func: dt.String(), Since: dt.Since(), Loaded: r}
+	}
+	for {
+		ptr, err := c.lockLive(op)
+		if err != nil {
+			return nil, err
+		}
+		var v int32
+		var st capi.Status
+		if host {
+			v, st = capi.RedOpCreatePreMulSumHost(bits, int32(dt), ptr)
+		} else {
+			v, st = capi.RedOpCreatePreMulSum(dptr, int32(dt), scalarDevice, ptr)
+		}
+		if st.Code == 0 {
+			o := &CustomOp{c: c, op: RedOp(v), dt: dt, ptr: ptr, keep: keep}
+			c.trackLocked(o)
+			c.customOps = append(c.customOps, o)
+			c.mu.Unlock()
+			return o, nil
+		}
+		c.mu.Unlock()
+		if st.Code != capi.Pending {
+			return nil, statusErr(op, "ncclRedOpCreatePreMulSum", st)
+		}
+		if err := c.wait(context.Background(), op); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Op is the operator's ncclRedOp_t, to pass to this communicator's
+// reductions.
+func (o *CustomOp) Op() RedOp { return o.op }
+
+// Type is the element type the operator was made for.
+func (o *CustomOp) Type() DataType { return o.dt }
+
+// String reads "nccl.CustomOp(PreMulSum ncclFloat32, ncclRedOp(12345))".
+func (o *CustomOp) String() string {
+	return fmt.Sprintf("nccl.CustomOp(PreMulSum %s, %s)", o.dt, o.op)
+}
+
+// Close destroys the operator (ncclRedOpDestroy). Operations already
+// issued with it are not affected (NCCL copies the operator when a call is
+// made). Close is idempotent: a second Close, or a Close after the
+// communicator was destroyed or aborted (which closed the operator), returns
+// nil. Using the operator after Close is an error wrapping
+// ErrInvalidArgument. Not collective. NCCL 2.11.4.
+func (o *CustomOp) Close() error {
+	if o == nil || o.c == nil {
+		return nil
+	}
+	c := o.c
+	for {
+		c.mu.Lock()
+		if o.closed || c.ptr != o.ptr {
+			o.closed = true
+			c.mu.Unlock()
+			return nil
+		}
+		st := capi.RedOpDestroy(int32(o.op), c.ptr)
+		if st.Code == capi.Pending {
+			c.mu.Unlock()
+			if err := c.wait(context.Background(), "CustomOp.Close"); err != nil {
+				return err
+			}
+			continue
+		}
+		o.closed = true
+		c.untrackLocked(o)
+		c.removeCustomLocked(o)
+		c.mu.Unlock()
+		return statusErr("CustomOp.Close", "ncclRedOpDestroy", st)
+	}
+}
+
+// closeLocked is Close for Destroy and Abort (c.mu held).
+func (o *CustomOp) closeLocked() error {
+	c := o.c
+	if o.closed {
+		return nil
+	}
+	o.closed = true
+	c.removeCustomLocked(o)
+	if c.ptr == 0 || c.ptr != o.ptr {
+		return nil
+	}
+	st := capi.RedOpDestroy(int32(o.op), c.ptr)
+	if st.Code == capi.Pending {
+		return nil // busy: NCCL frees its operators with the communicator
+	}
+	return statusErr("CustomOp.Close", "ncclRedOpDestroy", st)
+}
+
+// removeCustomLocked forgets a closed operator.
+func (c *Communicator) removeCustomLocked(o *CustomOp) {
+	if i := slices.Index(c.customOps, o); i >= 0 {
+		c.customOps = slices.Delete(c.customOps, i, i+1)
+	}
+}
+
+// checkCustomLocked checks that o is a live custom operator of c for type t.
+func (c *Communicator) checkCustomLocked(op string, o RedOp, t DataType) error {
+	for _, x := range c.customOps {
+		if x.op != o || x.ptr != c.ptr {
+			continue
+		}
+		if x.dt != t {
+			return argErr(op, "op", "custom operator made for %s, but the buffers hold %s", x.dt, t)
+		}
+		return nil
+	}
+	return argErr(op, "op", "%s is not an open custom operator of this communicator (closed, or made for another)", o)
+}

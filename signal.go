@@ -1,0 +1,256 @@
+package nccl
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// One-sided operations issued by the host (NCCL 2.29.2): PutSignal writes
+// into a peer's window and raises a signal there, Signal only raises it,
+// WaitSignal makes a stream wait for signals from peers. They need a
+// communicator with host RMA support (Communicator.HostRMASupport, reported
+// from NCCL 2.29.7; NCCL also needs CUDA driver 12.5). NCCL's signal index,
+// context and flags must currently be 0: the binding passes 0.
+
+// WaitSignalDesc is one peer's signals for WaitSignal
+// (ncclWaitSignalDesc_t). NCCL 2.29.2.
+type WaitSignalDesc struct {
+	Peer        int // the rank whose signals to wait for
+	OpCount     int // how many of its signal operations to wait for, >= 1
+	SignalIndex int // must be 0 (NCCL supports one signal)
+	Context     int // must be 0 (NCCL supports one context)
+}
+
+// errNeedRMA asks a one-sided call to fill the communicator's facts (slow
+// path) and try again. It never reaches the caller.
+var errNeedRMA = errors.New("nccl: internal: RMA facts not read yet")
+
+// rmaCheckLocked checks (mu held, ptr live) that one-sided calls can be
+// made. It allocates nothing on success.
+func (c *Communicator) rmaCheckLocked(op, fn string, ptr uintptr) error {
+	if c.coll.ptr != ptr || !c.identity || c.props == nil {
+		if c.coll.ptr == ptr && c.coll.release != 0 && c.coll.release < 22902 {
+			return unsupported(fn)
+		}
+		return errNeedRMA
+	}
+	if hr := c.props.HostRMASupport; hr != nil && !*hr {
+		return fmt.Errorf("nccl: %s: this communicator has no host-initiated RMA support (ncclCommProperties_t.hostRmaSupport is false; it needs symmetric memory across its ranks): %w", op, ErrUnsupported)
+	}
+	return nil
+}
+
+// prepareRMA fills the identity, the collectives' facts and the properties
+// (slow path, once per communicator).
+func (c *Communicator) prepareRMA(op, fn string) error {
+	r, err := loaded()
+	if err != nil {
+		return err
+	}
+	if r < 22902 {
+		return unsupported(fn)
+	}
+	if err := c.prepare(op); err != nil {
+		return err
+	}
+	_, err = c.properties(op)
+	return err
+}
+
+// rmaStream resolves the stream of a one-sided call.
+func rmaStream(op string, s cuda.Stream) (uintptr, int, error) {
+	h, dev, err := s.Resolve()
+	if err != nil {
+		return 0, 0, &ArgError{Op: op, Arg: "stream", Reason: "destroyed", Err: err}
+	}
+	return h, dev, nil
+}
+
+// lockRMA locks c for a one-sided call on a stream of device sdev: it
+// returns the pointer with mu held, or an error with mu released.
+func (c *Communicator) lockRMA(op, fn string, sdev int) (uintptr, error) {
+	for {
+		ptr, err := c.lockLive(op)
+		if err != nil {
+			return 0, err
+		}
+		err = c.rmaCheckLocked(op, fn, ptr)
+		if err == nil {
+			if sdev >= 0 && sdev != c.dev {
+				dev := c.dev
+				c.mu.Unlock()
+				return 0, argErr(op, "stream", "a stream of cuda:%d, but the communicator is on cuda:%d", sdev, dev)
+			}
+			if simulating.Load() != 0 && !c.blocking && onSimulatingThread() {
+				c.mu.Unlock()
+				return 0, errSimulated(op)
+			}
+			return ptr, nil
+		}
+		c.mu.Unlock()
+		if err != errNeedRMA {
+			return 0, err
+		}
+		if err := c.prepareRMA(op, fn); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// Signal raises a signal at peer once this rank's earlier one-sided
+// operations to peer on s are done (ncclSignal). peer's WaitSignal
+// consumes it. One-sided; may be grouped. NCCL 2.29.2.
+func (c *Communicator) Signal(peer int, s cuda.Stream) error {
+	const op, fn = "Signal", "ncclSignal"
+	h, sdev, err := rmaStream(op, s)
+	if err != nil {
+		return err
+	}
+	for {
+		ptr, err := c.lockRMA(op, fn, sdev)
+		if err != nil {
+			return err
+		}
+		if peer < 0 || peer >= c.nranks {
+			n := c.nranks
+			c.mu.Unlock()
+			return checkRank(op, "peer", peer, n)
+		}
+		st := capi.Signal(peer, 0, 0, 0, ptr, h)
+		blocking := c.blocking
+		c.mu.Unlock()
+		if st.Code == 0 {
+			return nil
+		}
+		if retry, err := c.afterCall(op, fn, st, blocking); !retry {
+			return err
+		}
+	}
+}
+
+// WaitSignal makes s wait until each descriptor's peer has raised
+// OpCount signals (by PutSignal or Signal) (ncclWaitSignal). descs must be
+// non-empty, with peers in [0, NRanks), OpCount >= 1 and SignalIndex and
+// Context 0. One-sided; may be grouped. NCCL 2.29.2.
+func (c *Communicator) WaitSignal(descs []WaitSignalDesc, s cuda.Stream) error {
+	const op, fn = "WaitSignal", "ncclWaitSignal"
+	h, sdev, err := rmaStream(op, s)
+	if err != nil {
+		return err
+	}
+	if len(descs) == 0 {
+		return argErr(op, "descs", "empty: wait for at least one peer")
+	}
+	if len(descs) > 1<<31-1 {
+		return argErr(op, "descs", "%d descriptors: too many", len(descs))
+	}
+	var small [8]capi.WaitSignalDesc
+	raw := small[:0]
+	if len(descs) > len(small) {
+		raw = make([]capi.WaitSignalDesc, 0, len(descs))
+	}
+	for {
+		ptr, err := c.lockRMA(op, fn, sdev)
+		if err != nil {
+			return err
+		}
+		raw = raw[:0]
+		for i, d := range descs {
+			if err := checkWaitDesc(op, i, d, c.nranks); err != nil {
+				c.mu.Unlock()
+				return err
+			}
+			raw = append(raw, capi.WaitSignalDesc{OpCnt: int32(d.OpCount), Peer: int32(d.Peer)})
+		}
+		st := capi.WaitSignal(raw, ptr, h)
+		blocking := c.blocking
+		c.mu.Unlock()
+		if st.Code == 0 {
+			return nil
+		}
+		if retry, err := c.afterCall(op, fn, st, blocking); !retry {
+			return err
+		}
+	}
+}
+
+// checkWaitDesc checks descriptor i.
+func checkWaitDesc(op string, i int, d WaitSignalDesc, n int) error {
+	switch {
+	case d.Peer < 0 || d.Peer >= n:
+		return argErr(op, fmt.Sprintf("descs[%d].Peer", i), "%d: not in [0, %d)", d.Peer, n)
+	case d.OpCount < 1 || d.OpCount > 1<<31-1:
+		return argErr(op, fmt.Sprintf("descs[%d].OpCount", i), "%d: must be at least 1", d.OpCount)
+	case d.SignalIndex != 0:
+		return argErr(op, fmt.Sprintf("descs[%d].SignalIndex", i), "%d: NCCL supports only signal 0", d.SignalIndex)
+	case d.Context != 0:
+		return argErr(op, fmt.Sprintf("descs[%d].Context", i), "%d: NCCL supports only context 0", d.Context)
+	}
+	return nil
+}
+
+// PutSignal copies local into peer's window and then raises a signal at
+// peer (ncclPutSignal). peerWin is this rank's handle of the window (a
+// window is registered collectively, so the local handle names every
+// rank's part). offsetElems is where the data lands in peer's window, in
+// ELEMENTS of local's type: the byte offset is offsetElems *
+// local.Type.Size(). local must lie in a window of this communicator
+// registered with WindowCollSymmetric, in one cuMem allocation. peer's
+// WaitSignal consumes the signal. One-sided; may be grouped. NCCL 2.29.2.
+func (c *Communicator) PutSignal(local Buffer, peer int, peerWin *Window, offsetElems int, s cuda.Stream) error {
+	const op, fn = "PutSignal", "ncclPutSignal"
+	h, sdev, err := rmaStream(op, s)
+	if err != nil {
+		return err
+	}
+	for {
+		ptr, err := c.lockRMA(op, fn, sdev)
+		if err != nil {
+			return err
+		}
+		win, off, err := c.checkPutLocked(op, local, peer, peerWin, offsetElems)
+		if err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		st := capi.PutSignal(local.Ptr, uint64(local.Count), int32(local.Type), peer, win, off, 0, 0, 0, ptr, h)
+		blocking := c.blocking
+		c.mu.Unlock()
+		if st.Code == 0 {
+			return nil
+		}
+		if retry, err := c.afterCall(op, fn, st, blocking); !retry {
+			return err
+		}
+	}
+}
+
+// checkPutLocked checks PutSignal's arguments (mu held) and returns the
+// window handle and the byte offset.
+func (c *Communicator) checkPutLocked(op string, local Buffer, peer int, w *Window, offsetElems int) (uintptr, uint64, error) {
+	if err := c.checkBuf(op, "local", local); err != nil {
+		return 0, 0, err
+	}
+	if err := checkRank(op, "peer", peer, c.nranks); err != nil {
+		return 0, 0, err
+	}
+	switch {
+	case w == nil:
+		return 0, 0, argErr(op, "peerWin", "nil: pass this communicator's Window")
+	case w.c != c:
+		return 0, 0, argErr(op, "peerWin", "a window of another communicator")
+	case offsetElems < 0:
+		return 0, 0, argErr(op, "offsetElems", "%d: must be >= 0", offsetElems)
+	}
+	size := uint64(local.Type.Size())
+	if uint64(offsetElems) > (1<<62)/size {
+		return 0, 0, argErr(op, "offsetElems", "%d elements overflow", offsetElems)
+	}
+	if err := w.readyLocked(op); err != nil {
+		return 0, 0, err
+	}
+	return w.handle, uint64(offsetElems) * size, nil
+}

@@ -1,0 +1,271 @@
+package nccl
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The checks of the hot path. Each returns nil without allocating when the
+// argument is good, and builds its error only on failure. They run with the
+// communicator's mu held and its collState filled.
+
+// errNeedCC asks run to read the device's compute capability (slow path)
+// and validate again. It never reaches the caller.
+var errNeedCC = errors.New("nccl: internal: compute capability not read yet")
+
+// validateLocked checks a call and returns what NCCL is passed.
+func (c *Communicator) validateLocked(a *collCall, op string) (send, recv uintptr, count uint64, dt DataType, err error) {
+	n, rank := c.nranks, c.rank
+	switch a.kind {
+	case kSend:
+		if err = c.checkBufP(op, "buf", &a.send); err != nil {
+			return
+		}
+		if err = checkRank(op, "peer", a.root, n); err != nil {
+			return
+		}
+		return a.send.Ptr, 0, uint64(a.send.Count), a.send.Type, nil
+	case kRecv:
+		if err = c.checkBufP(op, "buf", &a.recv); err != nil {
+			return
+		}
+		if err = checkRank(op, "peer", a.root, n); err != nil {
+			return
+		}
+		return 0, a.recv.Ptr, uint64(a.recv.Count), a.recv.Type, nil
+	case kBroadcast, kReduce, kGather, kScatter:
+		if err = checkRank(op, "root", a.root, n); err != nil {
+			return
+		}
+	}
+	s, r := &a.send, &a.recv
+	onRoot := a.root == rank
+	switch a.kind {
+	case kAllReduce:
+		if err = c.checkPair(op, s, r); err != nil {
+			return
+		}
+		if r.Count != s.Count {
+			err = argErr(op, "recv", "%d elements, need exactly send's %d", r.Count, s.Count)
+			return
+		}
+		if err = checkAlias(op, s, r, s.Ptr == r.Ptr, "recv == send"); err != nil {
+			return
+		}
+		if err = c.checkOp(op, a.op, s.Type); err != nil {
+			return
+		}
+		return s.Ptr, r.Ptr, uint64(s.Count), s.Type, nil
+
+	case kBroadcast:
+		if err = c.checkBufP(op, "recv", r); err != nil {
+			return
+		}
+		if onRoot {
+			if err = c.checkPair(op, s, r); err != nil {
+				return
+			}
+			if s.Count != r.Count {
+				err = argErr(op, "send", "%d elements on the root, need exactly recv's %d", s.Count, r.Count)
+				return
+			}
+			if err = checkAlias(op, s, r, s.Ptr == r.Ptr, "recv == send"); err != nil {
+				return
+			}
+		}
+		return s.Ptr, r.Ptr, uint64(r.Count), r.Type, nil
+
+	case kReduce:
+		if err = c.checkBufP(op, "send", s); err != nil {
+			return
+		}
+		if onRoot {
+			if err = c.checkPair(op, s, r); err != nil {
+				return
+			}
+			if r.Count != s.Count {
+				err = argErr(op, "recv", "%d elements on the root, need exactly send's %d", r.Count, s.Count)
+				return
+			}
+			if err = checkAlias(op, s, r, s.Ptr == r.Ptr, "recv == send"); err != nil {
+				return
+			}
+		}
+		if err = c.checkOp(op, a.op, s.Type); err != nil {
+			return
+		}
+		return s.Ptr, r.Ptr, uint64(s.Count), s.Type, nil
+
+	case kAllGather:
+		if err = c.checkPair(op, s, r); err != nil {
+			return
+		}
+		if r.Count%n != 0 || r.Count/n != s.Count {
+			err = argErr(op, "recv", "%d elements, need exactly nranks*send.Count = %d*%d", r.Count, n, s.Count)
+			return
+		}
+		if err = checkAlias(op, s, r, s.Ptr == r.Ptr+uintptr(rank)*uintptr(s.Bytes()), "send == recv + rank*send.Bytes()"); err != nil {
+			return
+		}
+		return s.Ptr, r.Ptr, uint64(s.Count), s.Type, nil
+
+	case kReduceScatter:
+		if err = c.checkPair(op, s, r); err != nil {
+			return
+		}
+		if s.Count%n != 0 || s.Count/n != r.Count {
+			err = argErr(op, "send", "%d elements, need exactly nranks*recv.Count = %d*%d", s.Count, n, r.Count)
+			return
+		}
+		if err = checkAlias(op, s, r, r.Ptr == s.Ptr+uintptr(rank)*uintptr(r.Bytes()), "recv == send + rank*recv.Bytes()"); err != nil {
+			return
+		}
+		if err = c.checkOp(op, a.op, s.Type); err != nil {
+			return
+		}
+		return s.Ptr, r.Ptr, uint64(r.Count), s.Type, nil
+
+	case kAllToAll:
+		if err = c.checkPair(op, s, r); err != nil {
+			return
+		}
+		if r.Count != s.Count {
+			err = argErr(op, "recv", "%d elements, need exactly send's %d", r.Count, s.Count)
+			return
+		}
+		if s.Count%n != 0 {
+			err = argErr(op, "send", "%d elements: not a multiple of nranks %d (each rank gets count/nranks; a remainder is an error)", s.Count, n)
+			return
+		}
+		if err = checkAlias(op, s, r, false, ""); err != nil {
+			return
+		}
+		return s.Ptr, r.Ptr, uint64(s.Count / n), s.Type, nil
+
+	case kGather:
+		if err = c.checkBufP(op, "send", s); err != nil {
+			return
+		}
+		if onRoot {
+			if err = c.checkPair(op, s, r); err != nil {
+				return
+			}
+			if r.Count%n != 0 || r.Count/n != s.Count {
+				err = argErr(op, "recv", "%d elements on the root, need exactly nranks*send.Count = %d*%d", r.Count, n, s.Count)
+				return
+			}
+			if err = checkAlias(op, s, r, s.Ptr == r.Ptr+uintptr(rank)*uintptr(s.Bytes()), "send == recv + root*send.Bytes()"); err != nil {
+				return
+			}
+			return s.Ptr, r.Ptr, uint64(s.Count), s.Type, nil
+		}
+		// recv is not used here; NCCL_CHECK_POINTERS=1 still checks it
+		// (2.28-2.30 check Gather's recvbuff on every rank): pass send.
+		return s.Ptr, s.Ptr, uint64(s.Count), s.Type, nil
+
+	case kScatter:
+		if err = c.checkBufP(op, "recv", r); err != nil {
+			return
+		}
+		if onRoot {
+			if err = c.checkPair(op, s, r); err != nil {
+				return
+			}
+			if s.Count%n != 0 || s.Count/n != r.Count {
+				err = argErr(op, "send", "%d elements on the root, need exactly nranks*recv.Count = %d*%d", s.Count, n, r.Count)
+				return
+			}
+			if err = checkAlias(op, s, r, r.Ptr == s.Ptr+uintptr(rank)*uintptr(r.Bytes()), "recv == send + root*recv.Bytes()"); err != nil {
+				return
+			}
+			return s.Ptr, r.Ptr, uint64(r.Count), r.Type, nil
+		}
+		// send is not read here; as for Gather, pass a valid address.
+		return r.Ptr, r.Ptr, uint64(r.Count), r.Type, nil
+	}
+	return 0, 0, 0, 0, fmt.Errorf("nccl: %s: internal: unknown operation kind %d", op, a.kind)
+}
+
+// checkBuf checks one buffer: usable, on the communicator's device, of a
+// type the loaded NCCL has. collState must be filled (prepare).
+func (c *Communicator) checkBuf(op, arg string, b Buffer) error { return c.checkBufP(op, arg, &b) }
+
+// checkBufP is checkBuf without copying the buffer, for the hot path.
+func (c *Communicator) checkBufP(op, arg string, b *Buffer) error {
+	if !b.freed && b.Ptr != 0 && b.Count > 0 && b.Device == c.dev && b.Type >= 0 && b.Type <= BFloat16 {
+		return nil // the common case, decided inline
+	}
+	if r := b.check(c.dev); r != "" {
+		e := &ArgError{Op: op, Arg: arg, Reason: r}
+		if b.freed {
+			e.Err = ErrClosed
+		}
+		return e
+	}
+	if since := b.Type.Since(); since > c.coll.release {
+		return &UnsupportedError{Func: b.Type.String(), Since: since, Loaded: c.coll.release}
+	}
+	return nil
+}
+
+// checkPair checks send and recv and that their types match.
+func (c *Communicator) checkPair(op string, s, r *Buffer) error {
+	if err := c.checkBufP(op, "send", s); err != nil {
+		return err
+	}
+	if err := c.checkBufP(op, "recv", r); err != nil {
+		return err
+	}
+	if s.Type != r.Type {
+		return argErr(op, "recv", "type %s, but send is %s", r.Type, s.Type)
+	}
+	return nil
+}
+
+// checkRank checks a root or peer.
+func checkRank(op, arg string, v, n int) error {
+	if v < 0 || v >= n {
+		return argErr(op, arg, "%d: not in [0, %d)", v, n)
+	}
+	return nil
+}
+
+// checkAlias rejects send and recv that overlap other than in NCCL's
+// in-place layout (inPlace reports whether they are in it; layout says what
+// it is, "" when the operation has none).
+func checkAlias(op string, s, r *Buffer, inPlace bool, layout string) error {
+	if s.Ptr >= r.Ptr+uintptr(r.Bytes()) || r.Ptr >= s.Ptr+uintptr(s.Bytes()) {
+		return nil // disjoint
+	}
+	if inPlace {
+		return nil
+	}
+	if layout == "" {
+		return argErr(op, "recv", "overlaps send: %s does not work in place", op)
+	}
+	return argErr(op, "recv", "overlaps send but is not the in-place layout (%s)", layout)
+}
+
+// checkOp checks a reduction operator for the buffers' type t.
+func (c *Communicator) checkOp(op string, o RedOp, t DataType) error {
+	switch {
+	case o < 0:
+		return argErr(op, "op", "%s: not a reduction operator", o)
+	case o >= numBuiltinOps:
+		if err := c.checkCustomLocked(op, o, t); err != nil {
+			return err
+		}
+	}
+	// NCCL (2.19 through 2.30) reduces every type with every operator, fp8
+	// only on sm_90 and newer (its kernels need it).
+	if t.IsFloat8() {
+		if c.coll.cc == 0 {
+			return errNeedCC
+		}
+		if c.coll.cc < 90 {
+			return fmt.Errorf("nccl: %s: %s reductions need a GPU of compute capability 9.0 or newer; cuda:%d is %d.%d: %w",
+				op, t, c.dev, c.coll.cc/10, c.coll.cc%10, ErrUnsupported)
+		}
+	}
+	return nil
+}

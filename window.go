@@ -1,0 +1,531 @@
+package nccl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// WindowFlag is a set of NCCL_WIN_* flags for RegisterWindow.
+type WindowFlag int
+
+// Window flags.
+const (
+	// WindowDefault: a window of this rank's buffer (NCCL_WIN_DEFAULT).
+	// NCCL 2.27.3.
+	WindowDefault WindowFlag = 0x00
+	// WindowCollSymmetric: every rank registers a buffer of the same size
+	// at the same offset, so that NCCL can use symmetric kernels; also
+	// needed for PutSignal's source (NCCL_WIN_COLL_SYMMETRIC). NCCL 2.27.3.
+	WindowCollSymmetric WindowFlag = 0x01
+	// WindowStrictOrdering orders the window's operations strictly
+	// (NCCL_WIN_STRICT_ORDERING). NCCL 2.29.7.
+	WindowStrictOrdering WindowFlag = 0x02
+)
+
+// windowAlignment is NCCL_WIN_REQUIRED_ALIGNMENT (2.28.3): a window's buffer
+// starts this many bytes (a multiple) from its cuMem allocation's start.
+const windowAlignment = 4096
+
+// ErrNoWindow: NCCL created no window for a buffer (ncclCommWindowRegister
+// returned success and a NULL window), typically because the communicator
+// has no symmetric-memory support. It matches ErrUnsupported too.
+var ErrNoWindow error = noWindowError{}
+
+type noWindowError struct{}
+
+func (noWindowError) Error() string { return "nccl: no window" }
+
+// Is matches ErrUnsupported and errors.ErrUnsupported as well.
+func (noWindowError) Is(target error) bool {
+	return target == ErrUnsupported || target == errors.ErrUnsupported
+}
+
+// Window is a buffer registered with every rank of a communicator
+// (ncclWindow_t), for symmetric kernels, one-sided operations (PutSignal)
+// and direct access to peers' memory from kernels. It is tracked by its
+// communicator: Destroy and Abort close it. Safe for concurrent use.
+//
+// A window registered inside a group (or on a non-blocking communicator)
+// is known only once the group ends and NCCL's work is over: until then
+// its methods return an error wrapping ErrInProgress; afterwards they use
+// the window, or return an error wrapping ErrNoWindow if NCCL made none.
+type Window struct {
+	c     *Communicator
+	ptr   uintptr   // the ncclComm_t it belongs to
+	cell  capi.Cell // where NCCL writes the ncclWindow_t, possibly later
+	buf   Buffer
+	flags WindowFlag
+	comp  completion
+	// guarded by c.mu
+	state  resState
+	handle uintptr
+	err    error // why there is no window
+}
+
+// RegisterWindow registers b as this rank's part of a window
+// (ncclCommWindowRegister). b must be on the communicator's device, in CUDA
+// VMM (cuMem) memory such as MemAlloc's, starting at a multiple of 4096
+// bytes from its allocation. Collective: every rank registers its buffer
+// (sizes may differ unless flags has WindowCollSymmetric). Where NCCL
+// creates no window (a communicator without symmetric-memory support), it
+// returns an error wrapping ErrNoWindow, which says why. Inside a group it
+// returns a Window known at the group's end. NCCL 2.27.3
+// (WindowStrictOrdering: 2.29.7).
+func (c *Communicator) RegisterWindow(b Buffer, flags WindowFlag) (*Window, error) {
+	return c.RegisterWindowContext(plain, b, flags)
+}
+
+// RegisterWindowContext is RegisterWindow whose wait for the other ranks
+// (blocking communicators) is bounded by ctx: when ctx ends first, the
+// communicator is aborted.
+func (c *Communicator) RegisterWindowContext(ctx context.Context, b Buffer, flags WindowFlag) (*Window, error) {
+	const op = "RegisterWindow"
+	if flags&^(WindowCollSymmetric|WindowStrictOrdering) != 0 {
+		return nil, argErr(op, "flags", "%#x: not a combination of WindowCollSymmetric and WindowStrictOrdering", int(flags))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := loaded()
+	if err != nil {
+		return nil, err
+	}
+	if r < 22703 {
+		return nil, unsupported("ncclCommWindowRegister")
+	}
+	if flags&WindowStrictOrdering != 0 && r < 22907 {
+		return nil, &UnsupportedError{Func: "NCCL_WIN_STRICT_ORDERING", Since: 22907, Loaded: r}
+	}
+	if err := c.prepare(op); err != nil {
+		return nil, err
+	}
+	for {
+		ptr, err := c.lockLive(op)
+		if err != nil {
+			return nil, err
+		}
+		if c.coll.ptr != ptr || !c.identity {
+			c.mu.Unlock()
+			if err := c.prepare(op); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := c.checkBuf(op, "buf", b); err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+		if r >= 22803 && b.Ptr%windowAlignment != 0 {
+			c.mu.Unlock()
+			return nil, argErr(op, "buf", "address %#x is not a multiple of %d: a window starts at a multiple of %d bytes from its cuMem allocation (MemAlloc's memory is aligned)", b.Ptr, windowAlignment, windowAlignment)
+		}
+		cell := capi.NewCell()
+		st := capi.CommWindowRegister(ptr, b.Ptr, b.Bytes(), cell, int(flags))
+		if st.Code == capi.Pending {
+			c.mu.Unlock()
+			cell.Free()
+			if err := c.wait(ctx, op); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if st.Code != 0 && Result(st.Code) != InProgress {
+			c.mu.Unlock()
+			cell.Free() // NCCL queued nothing that would write it
+			return nil, statusErr(op, "ncclCommWindowRegister", st)
+		}
+		w := &Window{c: c, ptr: ptr, cell: cell, buf: b, flags: flags, comp: c.completionLocked(st)}
+		c.trackLocked(w)
+		c.life.pendingRes++
+		w.settleLocked()
+		blocking := c.blocking
+		c.mu.Unlock()
+		return w.finishCreate(ctx, op, blocking)
+	}
+}
+
+// finishCreate waits for a blocking communicator's window outside a group
+// and turns a missing or failed window into an error.
+func (w *Window) finishCreate(ctx context.Context, op string, blocking bool) (*Window, error) {
+	c := w.c
+	var waitErr error
+	if completes(ctx, blocking) && !w.comp.inGroup {
+		waitErr = c.wait(ctx, op)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w.settleLocked()
+	switch w.state {
+	case resReady, resPending:
+		if waitErr != nil {
+			// The communicator broke (it stays tracked: Abort closes it) or
+			// was aborted because ctx ended.
+			return nil, waitErr
+		}
+		return w, nil // pending: non-blocking, or in a group: known later
+	case resClosed: // the communicator was aborted (ctx ended)
+		return nil, waitErr
+	}
+	err := w.err
+	w.finishCloseLocked()
+	return nil, err
+}
+
+// noWindowErr says why NCCL made no window.
+func noWindowErr(op string) error {
+	r, _ := loaded()
+	return fmt.Errorf("nccl: %s: NCCL %s created no window: this communicator has no symmetric-memory support "+
+		"(it needs CUDA VMM memory that the ranks' GPUs can map, and NCCL_WIN_ENABLE, NCCL_CUMEM_ENABLE and "+
+		"NCCL_LOCAL_REGISTER not set to 0): %w", op, r, ErrNoWindow)
+}
+
+// settleLocked learns whether NCCL's registration is over (c.mu held).
+func (w *Window) settleLocked() {
+	if w.state != resPending {
+		return
+	}
+	// NCCL writes the window once it is registered.
+	if v := w.cell.Load(); v != 0 {
+		w.handle = v
+		w.setStateLocked(resReady)
+		return
+	}
+	done, err := w.c.jobDoneLocked("RegisterWindow", w.comp)
+	if !done {
+		return
+	}
+	// A poll that saw the job succeed also joined it: the cell is final.
+	switch v := w.cell.Load(); {
+	case v != 0:
+		w.handle = v
+		w.setStateLocked(resReady)
+	case err != nil:
+		w.err = err
+		w.setStateLocked(resFailed)
+	default:
+		w.err = noWindowErr("RegisterWindow")
+		w.setStateLocked(resNone)
+	}
+}
+
+// setStateLocked moves the window to state s (c.mu held).
+func (w *Window) setStateLocked(s resState) {
+	if w.state == resPending && s != resPending {
+		w.c.life.pendingRes--
+	}
+	w.state = s
+}
+
+// readyLocked returns nil when the window can be used (c.mu held).
+func (w *Window) readyLocked(op string) error {
+	w.settleLocked()
+	switch w.state {
+	case resReady:
+		return nil
+	case resPending:
+		return pendingErr(op, "the window's registration")
+	case resNone, resFailed:
+		return fmt.Errorf("nccl: %s: %w", op, w.err)
+	}
+	return closedErr(op, "window")
+}
+
+// lock locks the window's communicator and checks the window is usable;
+// it returns with mu held only on success.
+func (w *Window) lock(op string) error {
+	if w == nil || w.c == nil {
+		return closedErr(op, "window")
+	}
+	w.c.mu.Lock()
+	if err := w.readyLocked(op); err != nil {
+		w.c.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Handle is the ncclWindow_t, valid until Close.
+func (w *Window) Handle() (uintptr, error) {
+	if err := w.lock("Window.Handle"); err != nil {
+		return 0, err
+	}
+	defer w.c.mu.Unlock()
+	return w.handle, nil
+}
+
+// Err reports whether the window is usable: nil when ready, else the error
+// its methods return (pending, no window, failed or closed).
+func (w *Window) Err() error {
+	if err := w.lock("Window"); err != nil {
+		return err
+	}
+	w.c.mu.Unlock()
+	return nil
+}
+
+// Buffer is this rank's registered memory.
+func (w *Window) Buffer() Buffer {
+	if w == nil {
+		return Buffer{}
+	}
+	return w.buf
+}
+
+// Size is this rank's registered size in bytes.
+func (w *Window) Size() uint64 { return w.Buffer().Bytes() }
+
+// Flags are the flags the window was registered with.
+func (w *Window) Flags() WindowFlag {
+	if w == nil {
+		return 0
+	}
+	return w.flags
+}
+
+// String reads "nccl.Window(ncclFloat32[1024]@cuda:0:0x..., ready 0x...)".
+func (w *Window) String() string {
+	if w == nil || w.c == nil {
+		return "nccl.Window(nil)"
+	}
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	return fmt.Sprintf("nccl.Window(%v, %s %#x)", w.buf, w.state, w.handle)
+}
+
+// UserPtr is the device address of this rank's buffer as NCCL records it
+// (ncclWinGetUserPtr). Not collective. NCCL 2.29.2.
+func (w *Window) UserPtr() (uintptr, error) {
+	const op = "Window.UserPtr"
+	if _, err := requireFunc("ncclWinGetUserPtr"); err != nil {
+		return 0, err
+	}
+	for {
+		if err := w.lock(op); err != nil {
+			return 0, err
+		}
+		c := w.c
+		p, st := capi.WinGetUserPtr(c.ptr, w.handle)
+		c.mu.Unlock()
+		if st.Code == capi.Pending {
+			if err := c.wait(context.Background(), op); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := statusErr(op, "ncclWinGetUserPtr", st); err != nil {
+			return 0, err
+		}
+		if p == 0 {
+			return 0, fmt.Errorf("nccl: %s: NCCL returned no user pointer (no symmetric-memory support): %w", op, ErrNoWindow)
+		}
+		return p, nil
+	}
+}
+
+// checkOffset checks a byte offset into the window.
+func (w *Window) checkOffset(op string, offset uint64) error {
+	if w == nil || w.c == nil {
+		return closedErr(op, "window")
+	}
+	if offset >= w.buf.Bytes() {
+		return argErr(op, "offsetBytes", "%d: not below the window's %d bytes", offset, w.buf.Bytes())
+	}
+	return nil
+}
+
+// LSAPointer is the device address, usable from this rank's kernels, of
+// offsetBytes into the window of rank lsaRank of this rank's
+// load/store-accessible team (ncclGetLsaDevicePointer). Not collective.
+// NCCL 2.29.2.
+func (w *Window) LSAPointer(lsaRank int, offsetBytes uint64) (uintptr, error) {
+	const op = "Window.LSAPointer"
+	if _, err := requireFunc("ncclGetLsaDevicePointer"); err != nil {
+		return 0, err
+	}
+	if lsaRank < 0 || lsaRank > 1<<31-1 {
+		return 0, argErr(op, "lsaRank", "%d: must be >= 0", lsaRank)
+	}
+	if err := w.checkOffset(op, offsetBytes); err != nil {
+		return 0, err
+	}
+	if err := w.lock(op); err != nil {
+		return 0, err
+	}
+	p, st := capi.GetLsaDevicePointer(w.handle, offsetBytes, lsaRank)
+	w.c.mu.Unlock()
+	if err := statusErr(op, "ncclGetLsaDevicePointer", st); err != nil {
+		return 0, err
+	}
+	if p == 0 {
+		return 0, fmt.Errorf("nccl: %s: LSA rank %d has no load/store-accessible window: %w", op, lsaRank, ErrUnsupported)
+	}
+	return p, nil
+}
+
+// PeerPointer is the device address, usable from this rank's kernels, of
+// offsetBytes into peer's window (ncclGetPeerDevicePointer). A peer that
+// this rank cannot reach by load/store gives an error wrapping
+// ErrUnsupported. Not collective. NCCL 2.29.2.
+func (w *Window) PeerPointer(peer int, offsetBytes uint64) (uintptr, error) {
+	const op = "Window.PeerPointer"
+	if _, err := requireFunc("ncclGetPeerDevicePointer"); err != nil {
+		return 0, err
+	}
+	if w == nil || w.c == nil {
+		return 0, closedErr(op, "window")
+	}
+	n, _, _, err := w.c.ident(op)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkRank(op, "peer", peer, n); err != nil {
+		return 0, err
+	}
+	if err := w.checkOffset(op, offsetBytes); err != nil {
+		return 0, err
+	}
+	if err := w.lock(op); err != nil {
+		return 0, err
+	}
+	p, st := capi.GetPeerDevicePointer(w.handle, offsetBytes, peer)
+	w.c.mu.Unlock()
+	if err := statusErr(op, "ncclGetPeerDevicePointer", st); err != nil {
+		return 0, err
+	}
+	if p == 0 {
+		return 0, fmt.Errorf("nccl: %s: peer %d is not reachable by load/store from this rank: %w", op, peer, ErrUnsupported)
+	}
+	return p, nil
+}
+
+// MultimemPointer is the multicast (multimem) device address of offsetBytes
+// into the window for this rank's LSA team (ncclGetLsaMultimemDevicePointer).
+// Without multimem support it returns an error wrapping ErrUnsupported.
+// Not collective. NCCL 2.29.2.
+func (w *Window) MultimemPointer(offsetBytes uint64) (uintptr, error) {
+	const op = "Window.MultimemPointer"
+	if _, err := requireFunc("ncclGetLsaMultimemDevicePointer"); err != nil {
+		return 0, err
+	}
+	if err := w.checkOffset(op, offsetBytes); err != nil {
+		return 0, err
+	}
+	if err := w.lock(op); err != nil {
+		return 0, err
+	}
+	p, st := capi.GetLsaMultimemDevicePointer(w.handle, offsetBytes)
+	w.c.mu.Unlock()
+	if err := statusErr(op, "ncclGetLsaMultimemDevicePointer", st); err != nil {
+		return 0, err
+	}
+	if p == 0 {
+		return 0, fmt.Errorf("nccl: %s: no multimem address for this window (no multimem support): %w", op, ErrUnsupported)
+	}
+	return p, nil
+}
+
+// Close deregisters the window (ncclCommWindowDeregister). No operation or
+// kernel using it may still run. A window still being registered is waited
+// for first (outside its group). Close is idempotent: a second Close, or a
+// Close after the communicator's Destroy or Abort (which closed it),
+// returns nil. Not collective. NCCL 2.27.3.
+func (w *Window) Close() error {
+	const op = "Window.Close"
+	if w == nil || w.c == nil {
+		return nil
+	}
+	c := w.c
+	for {
+		c.mu.Lock()
+		if w.state == resClosed {
+			c.mu.Unlock()
+			return nil
+		}
+		w.settleLocked()
+		switch w.state {
+		case resPending:
+			open := c.groupOpenLocked(w.comp)
+			c.mu.Unlock()
+			if open {
+				return fmt.Errorf("nccl: %s: the window is registered in a group that has not ended: close it after the group: %w", op, ErrInvalidUsage)
+			}
+			if err := c.wait(context.Background(), op); err != nil {
+				return err
+			}
+			continue
+		case resReady:
+			st := capi.CommWindowDeregister(c.ptr, w.handle)
+			if st.Code == capi.Pending {
+				c.mu.Unlock()
+				if err := c.wait(context.Background(), op); err != nil {
+					return err
+				}
+				continue
+			}
+			w.finishCloseLocked()
+			c.mu.Unlock()
+			return statusErr(op, "ncclCommWindowDeregister", st)
+		}
+		w.finishCloseLocked()
+		c.mu.Unlock()
+		return nil
+	}
+}
+
+// finishCloseLocked marks the window closed and frees its cell (NCCL no
+// longer writes it) (c.mu held).
+func (w *Window) finishCloseLocked() {
+	w.setStateLocked(resClosed)
+	w.cell.Free()
+	w.c.untrackLocked(w)
+}
+
+// closeLocked is Close for Destroy and Abort (c.mu held).
+func (w *Window) closeLocked() error {
+	if w.state == resClosed {
+		return nil
+	}
+	c := w.c
+	w.settleLocked()
+	state := w.state
+	w.setStateLocked(resClosed)
+	switch state {
+	case resPending:
+		// NCCL may still write the cell: free it once the communicator is gone.
+		c.life.deferred = append(c.life.deferred, w.cell.Free)
+		return nil
+	case resReady:
+		var st capi.Status
+		if c.ptr == w.ptr {
+			st = capi.CommWindowDeregister(c.ptr, w.handle)
+		}
+		w.cell.Free()
+		if st.Code == capi.Pending {
+			return nil // busy: NCCL frees its windows with the communicator
+		}
+		return statusErr("Window.Close", "ncclCommWindowDeregister", st)
+	}
+	w.cell.Free()
+	return nil
+}
+
+// requireFunc returns the loaded release, or ErrUnsupported when the loaded
+// NCCL lacks fn.
+func requireFunc(fn string) (Release, error) {
+	r, err := loaded()
+	if err != nil {
+		return 0, err
+	}
+	for _, s := range capi.NCCLSymbols() {
+		if s.Name == fn {
+			if !s.Present {
+				return r, &UnsupportedError{Func: fn, Since: releaseFromCode(s.Since), Loaded: r}
+			}
+			return r, nil
+		}
+	}
+	return r, nil
+}
