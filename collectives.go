@@ -170,7 +170,7 @@ func (c *Communicator) run(a *collCall) error {
 			}
 			return err
 		}
-		if simulating.Load() != 0 && !c.blocking && onSimulatingThread() {
+		if simulating.Load() != 0 && (!c.blocking || c.nranks == 1) && onSimulatingThread() {
 			c.mu.Unlock()
 			return errSimulated(name.op)
 		}

@@ -427,7 +427,17 @@ func runCollectives[T cuda.Elem](t *testing.T, e *collEnv) {
 			if !inPlace {
 				recv = upload(t, e.dev, make([]T, count))
 			}
-			must(t, "AllReduce "+what, e.c.AllReduce(nccl.BufferOf(send), nccl.BufferOf(recv), op, e.s))
+			err := e.c.AllReduce(nccl.BufferOf(send), nccl.BufferOf(recv), op, e.s)
+			var ne *nccl.Error
+			if dt.IsFloat8() && oc.name == "avg" && errors.As(err, &ne) && ne.Code == nccl.InvalidArgument {
+				// NCCL implements fp8 Avg only when built with CUDA's fp8
+				// types (src/enqueue.cc); a library built without them
+				// refuses it at run time, which no binding can foresee.
+				t.Logf("NCCL %s refuses %s avg (built without fp8 types): %v", e.rel, dt, err)
+				closeOp()
+				break
+			}
+			must(t, "AllReduce "+what, err)
 			checkClose(t, "AllReduce "+what, download(t, e, recv), ref, tol)
 
 			// Reduce to e.root; other ranks pass no receive buffer out of place.
@@ -743,8 +753,9 @@ func TestGPUDefaultStreamAndCustomOpLifetime(t *testing.T) {
 	}
 }
 
-// GroupSimulate refuses to issue work (NCCL would run it, not simulate it,
-// on the binding's non-blocking communicators) and leaves the data alone.
+// GroupSimulate refuses to issue work NCCL would run rather than simulate
+// (here: a one-rank communicator, which NCCL runs at once) and leaves the
+// data alone.
 func TestGPUGroupSimulate(t *testing.T) {
 	gputest.RequireRelease(t, 22203)
 	c := collInit(t)

@@ -37,6 +37,7 @@ type Communicator struct {
 	identity  bool // nranks and rank are cached
 	finalized bool // Finalize was called (NCCL rejects a second one)
 	creating  bool // Initialize is inside NCCL's init, without mu
+	nbCounted bool // counted in capi.NonBlockingAdd (NCCL runs it non-blocking)
 	props     *Properties
 	propsErr  error // a query failure that cannot change (unsupported)
 	resources []resource
@@ -246,6 +247,14 @@ func (c *Communicator) settle(ctx context.Context, op string) error {
 // adoptLocked makes c the owner of a new NCCL communicator.
 func (c *Communicator) adoptLocked(ptr uintptr, dev int, blocking bool) {
 	c.ptr, c.state, c.dev, c.blocking = ptr, stateLive, dev, blocking
+	if nb := !blocking || os.Getenv("NCCL_COMM_BLOCKING") == "0"; nb != c.nbCounted {
+		if nb {
+			capi.NonBlockingAdd(1)
+		} else {
+			capi.NonBlockingAdd(-1)
+		}
+		c.nbCounted = nb
+	}
 	c.identity, c.finalized, c.props, c.propsErr, c.resources = false, false, nil, nil, nil
 	register(c)
 	c.watchLeak()
@@ -608,6 +617,10 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 	registry.Delete(ptr)
 	c.lifeAfterReleaseLocked(final, broken)
 	c.ptr, c.state, c.resources = 0, final, nil
+	if c.nbCounted {
+		capi.NonBlockingAdd(-1)
+		c.nbCounted = false
+	}
 	if c.hasClean {
 		c.cleanup.Stop()
 		c.hasClean = false

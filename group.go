@@ -112,9 +112,10 @@ func waitUsed(ctx context.Context, op string, used []uintptr) error {
 //
 // NCCL simulates only groups of blocking communicators: it launches a
 // group of non-blocking ones for real and leaves the estimate unset
-// (src/group.cc, ncclGroupEndInternal, 2.22.3 through 2.30.7). So that a
-// simulation never runs anything, collectives and point-to-point calls on
-// non-blocking communicators issued inside it are refused with an error
+// (src/group.cc, ncclGroupEndInternal, 2.22.3 through 2.30.7), and it runs
+// a one-rank communicator's collectives at once. So that a simulation never
+// runs anything, collectives and point-to-point calls on non-blocking or
+// one-rank communicators issued inside it are refused with an error
 // wrapping ErrUnsupported (and not issued); if NCCL launched the group
 // anyway (NCCL_COMM_BLOCKING=0 in the environment), the error says so.
 func GroupSimulate(fn func() error) (est time.Duration, err error) {
@@ -212,5 +213,5 @@ func onSimulatingThread() bool {
 }
 
 func errSimulated(what string) error {
-	return fmt.Errorf("nccl: %s: not issued inside GroupSimulate: NCCL simulates only blocking communicators, and would run this non-blocking one's work: %w", what, ErrUnsupported)
+	return fmt.Errorf("nccl: %s: not issued inside GroupSimulate: NCCL simulates only blocking communicators of several ranks, and would run this one's work: %w", what, ErrUnsupported)
 }

@@ -58,14 +58,23 @@ func TestGPURegistrationOneRank(t *testing.T) {
 		checkWindowOneRank(t, r, c, w, mem)
 	}
 
-	// A window buffer that is not cuMem memory: NCCL refuses it (or makes
-	// no window at all where it has no symmetric memory).
+	// A window buffer that is not cuMem memory: NCCL refuses it, makes no
+	// window where it has no symmetric memory, or (2.28, one rank) accepts
+	// it as a local registration. Whatever it does, the binding reports it
+	// cleanly and the window closes.
 	wp, err := c.RegisterWindow(nccl.BufferOf(plain), 0)
 	var ne *nccl.Error
-	if wp != nil || !(errors.As(err, &ne) || errors.Is(err, nccl.ErrNoWindow)) {
-		t.Errorf("window of cuMemAlloc memory = %v, %v; want NCCL's refusal or ErrNoWindow", wp, err)
+	switch {
+	case err == nil && wp != nil:
+		t.Logf("NCCL %s accepted a window of cuMemAlloc memory: %v", r, wp)
+		if err := wp.Close(); err != nil {
+			t.Errorf("closing it: %v", err)
+		}
+	case errors.As(err, &ne) || errors.Is(err, nccl.ErrNoWindow):
+		t.Logf("window of cuMemAlloc memory: %v", err)
+	default:
+		t.Errorf("window of cuMemAlloc memory = %v, %v; want a window, NCCL's refusal or ErrNoWindow", wp, err)
 	}
-	t.Logf("window of cuMemAlloc memory: %v", err)
 	part, _ := mem.Sub(1, 1000)
 	_, err = c.RegisterWindow(nccl.BufferOf(part), 0)
 	if r >= 22803 {
@@ -137,7 +146,11 @@ func checkWindowOneRank(t *testing.T, r nccl.Release, c *nccl.Communicator, w *n
 		t.Errorf("MultimemPointer = %#x, %v", p, err)
 	}
 	_, err = w.LSAPointer(0, w.Size())
-	wantArg(t, "offset past the window", err, "offsetBytes")
+	if r >= 22902 {
+		wantArg(t, "offset past the window", err, "offsetBytes")
+	} else {
+		sinceOK(t, "LSAPointer past the window", err, r, 22902, "ncclGetLsaDevicePointer")
+	}
 	err = c.PutSignal(nccl.BufferOf(mem), 0, w, 0, cuda.Device(0).DefaultStream())
 	sinceOK(t, "PutSignal", err, r, 22902, "ncclPutSignal")
 	t.Logf("PutSignal to self on one rank: %v", err)
@@ -193,6 +206,11 @@ func TestGPURegistrationRanks(t *testing.T) {
 
 		// On the non-blocking communicator: known after Wait.
 		w, err := c.RegisterWindowContext(ctx, nccl.BufferOf(mem), nccl.WindowCollSymmetric)
+		if errors.Is(err, nccl.ErrNoWindow) {
+			// Ranks on separate "hosts" (NCCL_HOSTID) share no memory.
+			t.Logf("rank %d: NCCL made no window across hosts: %v", rank, err)
+			return
+		}
 		if err != nil {
 			t.Fatalf("rank %d: RegisterWindow (non-blocking): %v", rank, err)
 		}

@@ -84,7 +84,7 @@ func (c *Communicator) lockRMA(op, fn string, sdev int) (uintptr, error) {
 				c.mu.Unlock()
 				return 0, argErr(op, "stream", "a stream of cuda:%d, but the communicator is on cuda:%d", sdev, dev)
 			}
-			if simulating.Load() != 0 && !c.blocking && onSimulatingThread() {
+			if simulating.Load() != 0 && (!c.blocking || c.nranks == 1) && onSimulatingThread() {
 				c.mu.Unlock()
 				return 0, errSimulated(op)
 			}

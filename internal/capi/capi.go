@@ -671,6 +671,14 @@ func CuPointerGetAttributeUintptr(attr int, p uintptr) (uintptr, int32) {
 	return uintptr(v), int32(r)
 }
 
+// NonBlockingAdd counts communicators NCCL runs non-blocking (delta +1 when
+// one is adopted, -1 when it is released): while none is alive, gated
+// calls skip their readiness check.
+func NonBlockingAdd(delta int) { C.capi_nonblocking_add(C.int(delta)) }
+
+// NonBlockingCount is the current count.
+func NonBlockingCount() int { return int(C.capi_nonblocking_count()) }
+
 // GroupDepth is the calling thread's group nesting depth as the shim counts it.
 func GroupDepth() int { return int(C.capi_group_depth()) }
 

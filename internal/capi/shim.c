@@ -229,6 +229,16 @@ static void group_account(int sym, int code) {
 	}
 }
 
+// How many communicators that NCCL runs non-blocking are alive. Only they
+// can be left with an operation in progress, so while there are none the
+// gate skips its ncclCommGetAsyncError (about a third of the binding's cost
+// per collective).
+static int nonblocking_live;
+
+void capi_nonblocking_add(int delta) { __atomic_add_fetch(&nonblocking_live, delta, __ATOMIC_RELAXED); }
+
+int capi_nonblocking_count(void) { return __atomic_load_n(&nonblocking_live, __ATOMIC_RELAXED); }
+
 // gate_check returns CAPI_PENDING while comm's previous operation is in
 // progress, else 0; inside a group it records comm.
 static int gate_check(uintptr_t comm) {
@@ -237,7 +247,7 @@ static int gate_check(uintptr_t comm) {
 	}
 	typedef int (*fn_t)(void *, int *);
 	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommGetAsyncError];
-	if (f) {
+	if (f && __atomic_load_n(&nonblocking_live, __ATOMIC_RELAXED) > 0) {
 		int state = 0;
 		if (f((void *)comm, &state) == 0 && state == 7) {
 			return CAPI_PENDING;

@@ -340,6 +340,10 @@ CAPI_NCCL_FUNCS(CAPI_PROTO_NCCL)
 // copies up to max of them into out and clears the list; it returns how many
 // there were. Call it on the same thread.
 int capi_group_depth(void);
+// The gate asks NCCL for a communicator's state only while communicators
+// that NCCL runs non-blocking are alive; the Go side counts them here.
+void capi_nonblocking_add(int delta);
+int capi_nonblocking_count(void);
 int capi_group_take(uintptr_t *out, int max);
 
 const char *capi_ncclGetErrorString(int result);

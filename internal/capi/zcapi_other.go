@@ -494,6 +494,17 @@ func CuPointerGetAttributeUintptr(attr int, p uintptr) (uintptr, int32) {
 	return *new(uintptr), NotLoaded
 }
 
+// NonBlockingAdd counts communicators NCCL runs non-blocking (delta +1 when
+// one is adopted, -1 when it is released): while none is alive, gated
+// calls skip their readiness check.
+func NonBlockingAdd(delta int) {
+}
+
+// NonBlockingCount is the current count.
+func NonBlockingCount() int {
+	return *new(int)
+}
+
 // GroupDepth is the calling thread's group nesting depth as the shim counts it.
 func GroupDepth() int {
 	return *new(int)

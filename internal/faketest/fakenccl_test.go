@@ -209,6 +209,8 @@ func TestFakeInProgress(t *testing.T) {
 		cfg.Blocking = 0
 		cell := capi.NewCell()
 		defer cell.Free()
+		capi.NonBlockingAdd(1) // the gate checks readiness only while one is alive
+		defer capi.NonBlockingAdd(-1)
 		if st := capi.CommInitRankConfig(ctx, cell, 1, &id, 0, &cfg); st.Code != 7 {
 			t.Fatalf("non-blocking init: %+v, want ncclInProgress", st)
 		}
