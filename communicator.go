@@ -335,24 +335,18 @@ func InitAllContext(ctx context.Context, devices []int, cfg *Config) ([]*Communi
 				return statusErr(op, "ncclCommInitRankConfig", st)
 			}
 			c := &Communicator{}
-			c.adoptLocked(ptr, d, true)
+			c.adoptLocked(ptr, d, blocking)
 			comms[i] = c
 		}
 		return nil
 	})
-	for _, c := range comms {
-		if err == nil && c != nil {
-			err = c.wait(ctx, op)
-		}
-	}
+	// The group's end waited for every rank (within ctx); a failure is
+	// usually the same on every rank: say it once.
 	if err != nil {
 		for _, c := range comms {
 			c.Abort()
 		}
-		return nil, err
-	}
-	for _, c := range comms {
-		c.blocking = blocking
+		return nil, fmt.Errorf("nccl: %s of %d ranks: %w", op, len(devices), joinDistinct(err))
 	}
 	return comms, nil
 }
@@ -614,6 +608,13 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		// NCCL needs it ready first. Abort instead of waiting here, under mu.
 		f, fn, final = capi.CommAbort, "ncclCommAbort", stateAborted
 	}
+	var abortErr error
+	if st.Code != 0 && fn == "ncclCommDestroy" {
+		// NCCL refuses to destroy a broken communicator (its async error
+		// is set) and leaves it allocated: abort it, which frees it.
+		final = stateAborted
+		abortErr = statusErr(op, "ncclCommAbort", capi.CommAbort(ptr))
+	}
 	registry.Delete(ptr)
 	c.lifeAfterReleaseLocked(final, broken)
 	c.ptr, c.state, c.resources = 0, final, nil
@@ -625,7 +626,7 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		c.cleanup.Stop()
 		c.hasClean = false
 	}
-	return statusErr(op, fn, st)
+	return errors.Join(statusErr(op, fn, st), abortErr)
 }
 
 // closeResources closes every tracked resource, newest first.

@@ -163,6 +163,36 @@ func (e *StateError) Is(target error) bool {
 	return target == ErrNotInitialized || (target == ErrClosed && e.State != "" && e.State != "not initialized")
 }
 
+// joinDistinct flattens joined errors and drops those whose text repeats an
+// earlier one (the same failure reported by every rank of a group).
+func joinDistinct(errs ...error) error {
+	var out []error
+	seen := map[string]bool{}
+	var add func(error)
+	add = func(err error) {
+		if err == nil {
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				add(e)
+			}
+			return
+		}
+		if !seen[err.Error()] {
+			seen[err.Error()] = true
+			out = append(out, err)
+		}
+	}
+	for _, err := range errs {
+		add(err)
+	}
+	if len(out) == 1 {
+		return out[0]
+	}
+	return errors.Join(out...)
+}
+
 // statusErr turns a shim status into an error; fn is the C function, for
 // the missing-symbol case.
 func statusErr(op, fn string, st capi.Status) error {

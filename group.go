@@ -98,7 +98,7 @@ func waitUsed(ctx context.Context, op string, used []uintptr) error {
 			errs = append(errs, c.wait(ctx, op))
 		}
 	}
-	return errors.Join(errs...)
+	return joinDistinct(errs...)
 }
 
 // GroupSimulate runs fn in a group and ends it with ncclGroupSimulateEnd,

@@ -85,6 +85,10 @@ func TestLoadMissing(t *testing.T) {
 		if !errors.Is(err, nccl.ErrLibraryNotFound) {
 			t.Fatalf("Version: %v, want ErrLibraryNotFound", err)
 		}
+		var le *nccl.LoadError
+		if !errors.As(err, &le) || len(le.Tried) != 1 || !strings.HasPrefix(le.Tried[0], path+" (") {
+			t.Errorf("LoadError.Tried = %v, want just %s with its reason", le, path)
+		}
 		msg := err.Error()
 		for _, want := range []string{path, nccl.LibraryEnv, "nccl.Load"} {
 			if !strings.Contains(msg, want) {

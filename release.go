@@ -105,10 +105,24 @@ func loadLocked(candidates []string) error {
 		lib.loaded, lib.release, lib.err = true, r, nil
 		return nil
 	}
-	return fmt.Errorf("%w: tried %s; install NCCL (libnccl2, or pip nvidia-nccl-cu12/cu13), "+
-		"then set %s to its libnccl.so.2 or call nccl.Load(path)",
-		ErrLibraryNotFound, strings.Join(tried, "; "), LibraryEnv)
+	return &LoadError{Tried: tried}
 }
+
+// LoadError is a failure to find a usable NCCL library. errors.Is matches
+// ErrLibraryNotFound.
+type LoadError struct {
+	// Tried lists each file tried and why it failed: "path (reason)".
+	Tried []string
+}
+
+// Error says what was tried and how to point at a library.
+func (e *LoadError) Error() string {
+	return fmt.Sprintf("%v: tried %s; install NCCL (libnccl2, or pip nvidia-nccl-cu12/cu13), "+
+		"then set %s to its libnccl.so.2 or call nccl.Load(path)", ErrLibraryNotFound, strings.Join(e.Tried, "; "), LibraryEnv)
+}
+
+// Is matches ErrLibraryNotFound.
+func (e *LoadError) Is(target error) bool { return target == ErrLibraryNotFound }
 
 // loaded returns the loaded release, loading the default library on first use.
 func loaded() (Release, error) {

@@ -121,6 +121,22 @@ func (g GINType) String() string {
 // MarshalText writes the String form (for JSON).
 func (g GINType) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
 
+// UnmarshalText reads the String form back, "UNKNOWN(N)" included.
+func (g *GINType) UnmarshalText(b []byte) error {
+	for _, v := range []GINType{GINNone, GINProxy, GINGDAKI, GINGPI} {
+		if string(b) == v.String() {
+			*g = v
+			return nil
+		}
+	}
+	var n int32
+	if _, err := fmt.Sscanf(string(b), "UNKNOWN(%d)", &n); err == nil && fmt.Sprintf("UNKNOWN(%d)", n) == string(b) {
+		*g = GINType(n)
+		return nil
+	}
+	return &ArgError{Op: "GINType.UnmarshalText", Arg: "text", Reason: fmt.Sprintf("%q is not NONE, PROXY, GDAKI, GPI or UNKNOWN(N)", b)}
+}
+
 // GINConnectionType is how a device communicator connects over GIN
 // (ncclGinConnectionType_t, NCCL 2.29.7).
 type GINConnectionType int32

@@ -63,10 +63,25 @@ func loadLocked(candidates []string) error {
 		tried = append(tried, fmt.Sprintf("%s (%s)", p, msg))
 	}
 	lib.done = true
-	lib.err = fmt.Errorf("%w: tried %s; install the NVIDIA driver, or set %s to the path of libcuda.so.1",
-		ErrLibraryNotFound, strings.Join(tried, "; "), LibraryEnv)
+	lib.err = &LoadError{Tried: tried}
 	return lib.err
 }
+
+// LoadError is a failure to find a usable CUDA driver library. errors.Is
+// matches ErrLibraryNotFound.
+type LoadError struct {
+	// Tried lists each file tried and why it failed: "path (reason)".
+	Tried []string
+}
+
+// Error says what was tried and how to point at a driver.
+func (e *LoadError) Error() string {
+	return fmt.Sprintf("%v: tried %s; install the NVIDIA driver, or set %s to the path of libcuda.so.1",
+		ErrLibraryNotFound, strings.Join(e.Tried, "; "), LibraryEnv)
+}
+
+// Is matches ErrLibraryNotFound.
+func (e *LoadError) Is(target error) bool { return target == ErrLibraryNotFound }
 
 // ensure loads the default library on first use and reports whether the
 // driver is usable (loaded and initialized).

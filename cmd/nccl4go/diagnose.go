@@ -142,9 +142,17 @@ func explainGPUs(err error) *problem {
 	return &problem{Reason: "no usable GPU: " + err.Error(), Fix: "check the driver with nvidia-smi"}
 }
 
-// tried extracts "tried <file> (<why>)" from a library-not-found error,
-// falling back to the whole message.
+// tried is "tried <file> (<why>)" of a library-not-found error, falling
+// back to the whole message.
 func tried(err error) string {
+	var ne *nccl.LoadError
+	var ce *cuda.LoadError
+	switch {
+	case errors.As(err, &ne):
+		return "tried " + strings.Join(ne.Tried, "; ")
+	case errors.As(err, &ce):
+		return "tried " + strings.Join(ce.Tried, "; ")
+	}
 	msg := err.Error()
 	i := strings.Index(msg, "tried ")
 	if i < 0 {

@@ -259,6 +259,27 @@ static int gate_check(uintptr_t comm) {
 	return 0;
 }
 
+// repair_group_depth undoes a group depth NCCL leaked: some of its calls
+// return early after ncclGroupStartInternal without the matching end (in
+// 2.28.3 through 2.30.7: ncclCommDestroy when the communicator is broken or
+// destroyed, ncclCommAbort, and the InitRank family and ncclCommGrow when
+// cudaGetDevice fails). A leaked depth makes the thread's next init or
+// collective silently wait for a group end that never comes. Outside a
+// group of the caller's, one ncclGroupEnd restores depth 0; where NCCL did
+// not leak, it only answers "not in a group", which is ignored.
+static void repair_group_depth(int code) {
+	if (code == 0 || code == 7 || group_depth > 0) {
+		return;
+	}
+	capi_any_fn end = (capi_any_fn)nccl_syms[CAPI_SYM_ncclGroupEnd];
+	if (end) {
+		end();
+	}
+}
+
+// leaks_group_depth lists the generic calls with such early returns.
+static int leaks_group_depth(int sym) { return sym == CAPI_SYM_ncclCommDestroy || sym == CAPI_SYM_ncclCommAbort; }
+
 // ---------------------------------------------------------------------------
 // Generic NCCL trampolines.
 
@@ -274,6 +295,9 @@ static int gate_check(uintptr_t comm) {
 		}                                                               \
 		capi_status s = nccl_status(f args);                            \
 		group_account(CAPI_SYM_##name, s.code);                         \
+		if (leaks_group_depth(CAPI_SYM_##name)) {                       \
+			repair_group_depth(s.code);                             \
+		}                                                               \
 		return s;                                                       \
 	}
 CAPI_NCCL_FUNCS(CAPI_TRAMP_NCCL)
@@ -353,6 +377,7 @@ static capi_status ctx_failure(int curesult) {
 		}                                                               \
 		capi_status st_ = nccl_status(call);                            \
 		ctx_leave((ctx), prev_);                                        \
+		repair_group_depth(st_.code);                                   \
 		if (group_depth > 0 && (st_.code == 0 || st_.code == 7) && *(out)) { \
 			group_track(*(out));                                    \
 		}                                                               \

@@ -3,6 +3,7 @@ package faketest_test
 import (
 	"encoding/binary"
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/nccl4go/nccl/internal/capi"
@@ -251,6 +252,28 @@ func TestFakeInProgress(t *testing.T) {
 		}
 		if n, st := capi.CommCount(child.Load()); st.Code != 0 || n != 1 {
 			t.Errorf("child CommCount = %d, %+v", n, st)
+		}
+	})
+}
+
+// NCCL's ncclCommDestroy returns early after ncclGroupStartInternal for a
+// destroyed or broken communicator, leaving the thread's group depth raised,
+// after which the thread's next init or collective would silently wait for a
+// group end. The shim repairs the depth: a later ncclGroupEnd on the same
+// thread finds no group.
+func TestShimRepairsLeakedGroupDepth(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		comm := rawComm(t, 1)
+		if st := capi.CommDestroy(comm); st.Code != 0 {
+			t.Fatalf("first destroy: %+v", st)
+		}
+		if st := capi.CommDestroy(comm); st.Code != 4 {
+			t.Fatalf("second destroy: %+v, want ncclInvalidArgument", st)
+		}
+		if st := capi.GroupEnd(); st.Code != 5 {
+			t.Errorf("ncclGroupEnd after the failed destroy: %+v, want ncclInvalidUsage (not in a group): the leaked depth was not repaired", st)
 		}
 	})
 }

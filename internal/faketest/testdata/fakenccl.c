@@ -1502,11 +1502,17 @@ EXPORT int ncclCommDestroy(void *comm) {
 	if (!c) {
 		return fail(ncclInvalidArgument, fn, "%p is not a communicator", comm);
 	}
+	// NCCL 2.28.3-2.30.7 take these two early returns after
+	// ncclGroupStartInternal, leaving the thread's group depth raised
+	// (src/init.cc, ncclCommDestroy); the fake does the same, so that tests
+	// see the binding repair it.
 	if (c->dead) {
+		group_depth++;
 		return fail(ncclInvalidArgument, fn, "comm %p has already been destroyed", comm);
 	}
 	int r = ensure_ready(c, fn);
 	if (r) {
+		group_depth++;
 		return r;
 	}
 	pthread_mutex_lock(&mu);
