@@ -143,16 +143,9 @@ func (c *Communicator) run(a *collCall) error {
 		return &ArgError{Op: name.op, Arg: "stream", Reason: "destroyed", Err: err}
 	}
 	for {
-		ptr, err := c.lockLive(name.op)
+		ptr, err := c.lockPrepared(name.op)
 		if err != nil {
 			return err
-		}
-		if c.coll.ptr != ptr || !c.identity {
-			c.mu.Unlock()
-			if err := c.prepare(name.op); err != nil {
-				return err
-			}
-			continue
 		}
 		if sdev >= 0 && sdev != c.dev {
 			dev := c.dev
@@ -226,6 +219,22 @@ func (c *Communicator) afterCall(op, fn string, st capi.Status, blocking bool) (
 		return false, nil
 	}
 	return false, statusErr(op, fn, st)
+}
+
+// lockPrepared is lockLive for calls that need the identity and collState:
+// it fills them first when needed (slow path, once per NCCL communicator)
+// and returns the pointer with mu held, or an error with mu released.
+func (c *Communicator) lockPrepared(op string) (uintptr, error) {
+	for {
+		ptr, err := c.lockLive(op)
+		if err != nil || (c.coll.ptr == ptr && c.identity) {
+			return ptr, err
+		}
+		c.mu.Unlock()
+		if err := c.prepare(op); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // prepare fills the identity and collState of the communicator (slow path,

@@ -24,13 +24,17 @@ import (
 // ranks start from one.
 //
 // A Communicator is safe for use by several goroutines: its NCCL calls are
-// serialized. Abort is never held up by a call in flight. Do not copy a
+// serialized. Abort is never held up by a wait in flight (a non-blocking
+// communicator waits outside NCCL, releasing the communicator between
+// polls); it does wait for a call that is inside NCCL, since freeing the
+// communicator under it would crash the process: a blocking communicator's
+// Split, Finalize or Destroy waits inside NCCL for its peers. Do not copy a
 // Communicator once used; pass *Communicator.
 type Communicator struct {
 	mu        sync.Mutex // held for each NCCL call on ptr, never while waiting
 	ptr       uintptr    // ncclComm_t, 0 when null
 	state     commState
-	blocking  bool // the user's intent; NCCL's communicator is non-blocking
+	blocking  bool // Config.Blocking: NCCL runs the communicator blocking
 	dev       int  // CUDA device ordinal
 	nranks    int  // cached after the first query
 	rank      int
@@ -114,9 +118,12 @@ func Init(nranks, rank int, id UniqueID, cfg *Config) (*Communicator, error) {
 	return InitContext(plain, nranks, rank, id, cfg)
 }
 
-// InitContext is Init bounded by ctx: if ctx ends before all ranks have
+// InitContext is Init (ncclCommInitRankConfig, collective, NCCL 2.14.3)
+// that completes before returning and is bounded by ctx: for a non-blocking
+// communicator (Config.Blocking false), if ctx ends before all ranks have
 // joined, the communicator is aborted and the error matches both ctx.Err()
-// and ErrInProgress.
+// and ErrInProgress. A blocking init waits inside NCCL, where ctx cannot
+// reach it: ctx is checked before.
 func InitContext(ctx context.Context, nranks, rank int, id UniqueID, cfg *Config) (*Communicator, error) {
 	c := new(Communicator)
 	if err := c.InitializeContext(ctx, nranks, rank, id, cfg); err != nil {
@@ -132,7 +139,8 @@ func InitScalable(nranks, rank int, ids []UniqueID, cfg *Config) (*Communicator,
 	return InitScalableContext(plain, nranks, rank, ids, cfg)
 }
 
-// InitScalableContext is InitScalable bounded by ctx.
+// InitScalableContext is InitScalable (ncclCommInitRankScalable, collective,
+// NCCL 2.23.4) bounded by ctx as InitContext is.
 func InitScalableContext(ctx context.Context, nranks, rank int, ids []UniqueID, cfg *Config) (*Communicator, error) {
 	c := new(Communicator)
 	if err := c.initialize(ctx, "InitScalable", nranks, rank, ids, cfg); err != nil {
@@ -141,13 +149,15 @@ func InitScalableContext(ctx context.Context, nranks, rank int, ids []UniqueID, 
 	return c, nil
 }
 
-// Initialize initializes a null communicator in place (see Init). It fails
-// if c is already initialized. Collective. NCCL 2.14.3.
+// Initialize initializes a null communicator in place
+// (ncclCommInitRankConfig; see Init). It fails if c is already initialized.
+// Collective. NCCL 2.14.3.
 func (c *Communicator) Initialize(nranks, rank int, id UniqueID, cfg *Config) error {
 	return c.InitializeContext(plain, nranks, rank, id, cfg)
 }
 
-// InitializeContext is Initialize bounded by ctx.
+// InitializeContext is Initialize (ncclCommInitRankConfig, collective, NCCL
+// 2.14.3) bounded by ctx as InitContext is.
 func (c *Communicator) InitializeContext(ctx context.Context, nranks, rank int, id UniqueID, cfg *Config) error {
 	return c.initialize(ctx, "Init", nranks, rank, []UniqueID{id}, cfg)
 }
@@ -163,8 +173,8 @@ func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank i
 	if err != nil {
 		return err
 	}
-	if nranks < 1 {
-		return argErr(op, "nranks", "%d: need at least 1", nranks)
+	if nranks < 1 || nranks > maxInt32 {
+		return argErr(op, "nranks", "%d: need at least 1 and at most %d", nranks, maxInt32)
 	}
 	if rank < 0 || rank >= nranks {
 		return argErr(op, "rank", "%d: not in [0, %d)", rank, nranks)
@@ -274,14 +284,17 @@ func deviceContext(op string, dev int) (uintptr, error) {
 // means every visible device. A device may appear twice only where the
 // loaded NCCL lets ranks share a GPU (2.30.3 and later, with
 // NCCL_MULTI_RANK_GPU_ENABLE=1). Destroy each communicator when done.
-// NCCL 2.14.3 (built on ncclCommInitRankConfig in a group, as
-// ncclCommInitAll is, so that a context can bound it).
+// Collective over the ranks it creates, all in this process. NCCL 2.14.3
+// (built on ncclCommInitRankConfig in a group, as ncclCommInitAll is, so
+// that it takes a config and a context can bound it).
 func InitAll(devices []int) ([]*Communicator, error) {
 	return InitAllContext(context.Background(), devices, nil)
 }
 
-// InitAllContext is InitAll bounded by ctx, with a config for every
-// communicator (its Device must be nil).
+// InitAllContext is InitAll (ncclCommInitRankConfig per device in one
+// group, NCCL 2.14.3) with a config for every communicator (its Device must
+// be nil), bounded by ctx when the config is non-blocking; a blocking group
+// waits inside NCCL.
 func InitAllContext(ctx context.Context, devices []int, cfg *Config) ([]*Communicator, error) {
 	const op = "InitAll"
 	if err := ctx.Err(); err != nil {
@@ -485,8 +498,9 @@ func (c *Communicator) String() string {
 // Collective. A no-op on a null communicator. NCCL 2.14.3.
 func (c *Communicator) Finalize() error { return c.FinalizeContext(plain) }
 
-// FinalizeContext is Finalize bounded by ctx; when ctx ends first the
-// communicator is aborted.
+// FinalizeContext is Finalize (ncclCommFinalize, collective, NCCL 2.14.3)
+// that completes before returning: for a non-blocking communicator, when ctx
+// ends first the communicator is aborted.
 func (c *Communicator) FinalizeContext(ctx context.Context) error {
 	if err := c.awaitPending(ctx, "Finalize"); err != nil {
 		return err
@@ -517,8 +531,10 @@ func (c *Communicator) FinalizeContext(ctx context.Context) error {
 // ErrClosed. NCCL 2.3.5.
 func (c *Communicator) Destroy() error { return c.DestroyContext(context.Background()) }
 
-// DestroyContext is Destroy bounded by ctx: if the peers do not finalize
-// before ctx ends, the communicator is aborted instead.
+// DestroyContext is Destroy (ncclCommFinalize then ncclCommDestroy,
+// collective within a node, NCCL 2.14.3) bounded by ctx: for a non-blocking
+// communicator, if the peers do not finalize before ctx ends, it is aborted
+// instead.
 func (c *Communicator) DestroyContext(ctx context.Context) error {
 	if c == nil {
 		return nil
@@ -568,9 +584,11 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 
 // Abort closes the communicator's resources and frees it at once,
 // cancelling its operations in flight (ncclCommAbort). Every active rank
-// should abort too. It never waits for another goroutine's call to finish
-// waiting. A no-op on a null communicator; after Destroy or Abort it returns
-// an error wrapping ErrClosed. NCCL 2.4.2.
+// should abort too. It never waits for another goroutine's wait, only for a
+// call that is inside NCCL (see Communicator). A no-op on a null
+// communicator; after Destroy or Abort it returns an error wrapping
+// ErrClosed. Not collective in this process's view; NCCL asks every active
+// rank to abort. NCCL 2.4.2.
 func (c *Communicator) Abort() error {
 	if c == nil || c.abandonPending() {
 		return nil
@@ -597,6 +615,13 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		return nil // aborted meanwhile
 	}
 	ptr := c.ptr
+	// Resources made after Destroy closed them (another goroutine) go now,
+	// while the communicator they need is still there.
+	var resErr error
+	for i := len(c.resources) - 1; i >= 0; i-- {
+		resErr = errors.Join(resErr, c.resources[i].closeLocked())
+	}
+	c.resources = nil
 	broken := c.lifeBeforeReleaseLocked(op, ptr)
 	var st capi.Status
 	for {
@@ -626,7 +651,7 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		c.cleanup.Stop()
 		c.hasClean = false
 	}
-	return errors.Join(statusErr(op, fn, st), abortErr)
+	return errors.Join(resErr, statusErr(op, fn, st), abortErr)
 }
 
 // closeResources closes every tracked resource, newest first.

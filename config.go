@@ -76,6 +76,9 @@ type Config struct {
 	GraphStreamOrdering *bool
 }
 
+// maxInt32 bounds what a C int argument can hold.
+const maxInt32 = int(^uint32(0) >> 1)
+
 // Ptr returns a pointer to v, for Config fields: nccl.Ptr(false).
 func Ptr[T any](v T) *T { return &v }
 
@@ -154,7 +157,6 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 		}
 		return b2i(*p)
 	}
-	const maxInt32 = int(^uint32(0) >> 1)
 	blocking = cfg.Blocking == nil || *cfg.Blocking
 	if cfg.Blocking != nil {
 		out.Blocking = b2i(*cfg.Blocking)

@@ -217,16 +217,20 @@ func (q *DevCommRequirements) needsGIN() (bool, GINConnectionType) {
 // device API kernels take, made by CreateDevComm. It is tracked by its
 // communicator: Destroy and Abort close it. Safe for concurrent use.
 type DevComm struct {
-	c      *Communicator
-	ptr    uintptr      // the ncclComm_t it belongs to
+	asyncRes
 	store  capi.DevComm // C memory NCCL writes, possibly at a group's end
 	layout devCommLayout
-	comp   completion
 	// guarded by c.mu
-	state  resState
-	err    error
 	devMem cuda.Slice[uint8] // the device copy, made by DevicePtr
 	hasDev bool
+}
+
+var devCommKind = asyncKind{
+	what:     "device communicator",
+	creation: "the device communicator's creation",
+	inGroup:  "the device communicator is created in a group",
+	closeOp:  "DevComm.Close",
+	destroy:  "ncclDevCommDestroy",
 }
 
 // CreateDevComm creates a device communicator (ncclDevCommCreate) with
@@ -241,9 +245,11 @@ func (c *Communicator) CreateDevComm(reqs *DevCommRequirements) (*DevComm, error
 	return c.CreateDevCommContext(plain, reqs)
 }
 
-// CreateDevCommContext is CreateDevComm whose wait for the other ranks
-// (blocking communicators) is bounded by ctx: when ctx ends first, the
-// communicator is aborted.
+// CreateDevCommContext is CreateDevComm (ncclDevCommCreate) completed
+// within ctx: it waits for the device communicator even on a non-blocking
+// communicator (outside a group), which is aborted if ctx ends first (a
+// blocking one waits inside NCCL: see the package documentation).
+// Collective. NCCL 2.28.3.
 func (c *Communicator) CreateDevCommContext(ctx context.Context, reqs *DevCommRequirements) (*DevComm, error) {
 	const op = "CreateDevComm"
 	if err := ctx.Err(); err != nil {
@@ -289,13 +295,13 @@ func (c *Communicator) CreateDevCommContext(ctx context.Context, reqs *DevCommRe
 			store.Free()
 			return nil, statusErr(op, "ncclDevCommCreate", st)
 		}
-		d := &DevComm{c: c, ptr: ptr, store: store, layout: layout, comp: c.completionLocked(st)}
-		c.trackLocked(d)
-		c.life.pendingRes++
-		d.settleLocked()
-		blocking := c.blocking
+		d := &DevComm{
+			asyncRes: asyncRes{c: c, ptr: ptr, kind: &devCommKind, comp: c.completionLocked(st)},
+			store:    store, layout: layout,
+		}
+		blocking := c.startLocked(d)
 		c.mu.Unlock()
-		return d.finishCreate(ctx, op, blocking)
+		return finishCreate(ctx, op, blocking, d)
 	}
 }
 
@@ -319,31 +325,6 @@ func checkDevCommProps(op string, p *Properties, q *DevCommRequirements) error {
 	return nil
 }
 
-// finishCreate waits for a blocking communicator's device communicator
-// outside a group and turns a failure into an error.
-func (d *DevComm) finishCreate(ctx context.Context, op string, blocking bool) (*DevComm, error) {
-	c := d.c
-	var waitErr error
-	if completes(ctx, blocking) && !d.comp.inGroup {
-		waitErr = c.wait(ctx, op)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d.settleLocked()
-	switch d.state {
-	case resReady, resPending:
-		if waitErr != nil {
-			return nil, waitErr // broken (Abort closes d) or aborted
-		}
-		return d, nil
-	case resClosed:
-		return nil, waitErr
-	}
-	err := d.err
-	d.finishCloseLocked()
-	return nil, err
-}
-
 // settleLocked learns whether NCCL has written the struct (c.mu held).
 func (d *DevComm) settleLocked() {
 	if d.state != resPending {
@@ -360,35 +341,13 @@ func (d *DevComm) settleLocked() {
 	}
 }
 
-// setStateLocked moves d to state s (c.mu held).
-func (d *DevComm) setStateLocked(s resState) {
-	if d.state == resPending && s != resPending {
-		d.c.life.pendingRes--
-	}
-	d.state = s
-}
-
 // lock locks the communicator and checks d is usable; it returns with mu
 // held only on success.
 func (d *DevComm) lock(op string) error {
 	if d == nil || d.c == nil {
 		return closedErr(op, "device communicator")
 	}
-	d.c.mu.Lock()
-	d.settleLocked()
-	var err error
-	switch d.state {
-	case resReady:
-		return nil
-	case resPending:
-		err = pendingErr(op, "the device communicator's creation")
-	case resFailed:
-		err = fmt.Errorf("nccl: %s: %w", op, d.err)
-	default:
-		err = closedErr(op, "device communicator")
-	}
-	d.c.mu.Unlock()
-	return err
+	return lockReady(d, op)
 }
 
 // Size is the size in bytes of the ncclDevComm_t of the loaded release (88
@@ -479,88 +438,27 @@ func (d *DevComm) String() string {
 // idempotent: a second Close, or a Close after the communicator's Destroy
 // or Abort (which closed it), returns nil. Not collective. NCCL 2.28.3.
 func (d *DevComm) Close() error {
-	const op = "DevComm.Close"
 	if d == nil || d.c == nil {
 		return nil
 	}
-	c := d.c
-	for {
-		c.mu.Lock()
-		if d.state == resClosed {
-			c.mu.Unlock()
-			return nil
-		}
-		d.settleLocked()
-		switch d.state {
-		case resPending:
-			open := c.groupOpenLocked(d.comp)
-			c.mu.Unlock()
-			if open {
-				return fmt.Errorf("nccl: %s: the device communicator is created in a group that has not ended: close it after the group: %w", op, ErrInvalidUsage)
-			}
-			if err := c.wait(context.Background(), op); err != nil {
-				return err
-			}
-			continue
-		case resReady:
-			st := capi.DevCommDestroy(c.ptr, d.store)
-			if st.Code == capi.Pending {
-				c.mu.Unlock()
-				if err := c.wait(context.Background(), op); err != nil {
-					return err
-				}
-				continue
-			}
-			d.finishCloseLocked()
-			c.mu.Unlock()
-			return statusErr(op, "ncclDevCommDestroy", st)
-		}
-		d.finishCloseLocked()
-		c.mu.Unlock()
-		return nil
-	}
-}
-
-// finishCloseLocked marks d closed and frees its memory (c.mu held).
-func (d *DevComm) finishCloseLocked() {
-	d.setStateLocked(resClosed)
-	d.store.Free()
-	if d.hasDev {
-		d.devMem.Free()
-		d.hasDev = false
-	}
-	d.c.untrackLocked(d)
+	return closeAsync(d)
 }
 
 // closeLocked is Close for Destroy and Abort (c.mu held).
-func (d *DevComm) closeLocked() error {
-	if d.state == resClosed {
-		return nil
-	}
-	c := d.c
-	d.settleLocked()
-	state := d.state
-	d.setStateLocked(resClosed)
+func (d *DevComm) closeLocked() error { return closeAsyncLocked(d) }
+
+func (d *DevComm) async() *asyncRes { return &d.asyncRes }
+
+func (d *DevComm) destroyLocked() capi.Status { return capi.DevCommDestroy(d.c.ptr, d.store) }
+
+func (d *DevComm) freeLocked(later bool) {
 	if d.hasDev {
 		d.devMem.Free()
 		d.hasDev = false
 	}
-	switch state {
-	case resPending:
-		// NCCL may still write the struct: free it once the communicator is gone.
-		c.life.deferred = append(c.life.deferred, d.store.Free)
-		return nil
-	case resReady:
-		var st capi.Status
-		if c.ptr == d.ptr {
-			st = capi.DevCommDestroy(c.ptr, d.store)
-		}
-		d.store.Free()
-		if st.Code == capi.Pending {
-			return nil // busy: NCCL frees them with the communicator
-		}
-		return statusErr("DevComm.Close", "ncclDevCommDestroy", st)
+	if later {
+		d.c.life.deferred = append(d.c.life.deferred, d.store.Free)
+		return
 	}
 	d.store.Free()
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nccl4go/nccl"
@@ -183,6 +184,9 @@ func TestFakeDevCommInGroup(t *testing.T) {
 			}
 			if _, err := d.Bytes(); !errors.Is(err, nccl.ErrInProgress) {
 				t.Errorf("Bytes inside the group: %v", err)
+			}
+			if err := d.Close(); !errors.Is(err, nccl.ErrInvalidUsage) || !strings.Contains(err.Error(), "device communicator") {
+				t.Errorf("Close inside the group: %v, want ErrInvalidUsage", err)
 			}
 			return nil
 		})

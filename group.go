@@ -29,6 +29,9 @@ func Group(fn func() error) error { return GroupContext(plain, fn) }
 // when ctx ends first, the communicators still running are aborted.
 // NCCL 2.3.5.
 func GroupContext(ctx context.Context, fn func() error) (err error) {
+	if fn == nil {
+		return argErr("Group", "fn", "nil function")
+	}
 	if err := GroupStart(); err != nil {
 		return err
 	}
@@ -42,7 +45,8 @@ func GroupContext(ctx context.Context, fn func() error) (err error) {
 // calling OS thread, so GroupStart locks the calling goroutine to its
 // thread (runtime.LockOSThread) until the matching GroupEnd, which the same
 // goroutine must call; every operation of the group must be issued by that
-// goroutine. Prefer Group, which cannot forget the end. NCCL 2.3.5.
+// goroutine. Prefer Group, which cannot forget the end. Not collective.
+// NCCL 2.3.5.
 func GroupStart() error {
 	if _, err := loaded(); err != nil {
 		return err
@@ -58,28 +62,43 @@ func GroupStart() error {
 // GroupEnd closes the group GroupStart opened on this goroutine
 // (ncclGroupEnd), launching its operations if it is the outermost group,
 // and undoes GroupStart's thread lock. After the outermost group it waits
-// for the blocking communicators the group used. NCCL 2.3.5.
+// for the blocking communicators the group used. Not collective itself; the
+// operations of the group keep their own rules. NCCL 2.3.5.
 func GroupEnd() error { return GroupEndContext(plain) }
 
-// GroupEndContext is GroupEnd whose wait is bounded by ctx (see Wait).
-// NCCL 2.3.5.
+// GroupEndContext is GroupEnd (ncclGroupEnd) whose wait is bounded by ctx
+// (see Wait). Not collective itself. NCCL 2.3.5.
 func GroupEndContext(ctx context.Context) error {
 	if _, err := loaded(); err != nil {
 		return err
 	}
-	st := capi.GroupEnd()
-	var used []uintptr
 	if capi.GroupDepth() == 0 {
-		used = capi.GroupTake()
+		// No GroupStart of ours on this thread: leave the caller's own
+		// thread lock alone.
+		return fmt.Errorf("nccl: GroupEnd: not in a group (no GroupStart on this goroutine's thread): %w", ErrInvalidUsage)
 	}
+	st := capi.GroupEnd()
+	used := takeEnded()
 	runtime.UnlockOSThread()
-	for _, p := range used {
-		groupEnded(p) // outputs of the group's calls may now be written (lifecycle.go)
-	}
 	if st.Code != 0 && Result(st.Code) != InProgress {
 		return statusErr("GroupEnd", "ncclGroupEnd", st)
 	}
 	return waitUsed(ctx, "GroupEnd", used)
+}
+
+// takeEnded returns the NCCL communicators that the outermost group, just
+// ended on this thread, used (nil while an outer group is still open), and
+// records that their group ended: outputs of the group's calls may now be
+// written (lifecycle.go).
+func takeEnded() []uintptr {
+	if capi.GroupDepth() > 0 {
+		return nil
+	}
+	used := capi.GroupTake()
+	for _, p := range used {
+		groupEnded(p)
+	}
+	return used
 }
 
 // waitUsed waits for the blocking communicators among used (the NCCL
@@ -107,7 +126,8 @@ func waitUsed(ctx context.Context, op string, used []uintptr) error {
 // NCCL computes the estimate in microseconds (src/graph/tuning.cc,
 // ncclTopoGetAlgoTime: latency in µs plus bytes/(1000*bandwidth in GB/s));
 // GroupSimulate returns it as a Duration, 0 when NCCL made none (an empty
-// group, a single-rank communicator). It must be the outermost group.
+// group, a single-rank communicator). It must be the outermost group. Not
+// collective itself; the operations of the group keep their own rules.
 // NCCL 2.22.3.
 //
 // NCCL simulates only groups of blocking communicators: it launches a
@@ -120,6 +140,9 @@ func waitUsed(ctx context.Context, op string, used []uintptr) error {
 // anyway (NCCL_COMM_BLOCKING=0 in the environment), the error says so.
 func GroupSimulate(fn func() error) (est time.Duration, err error) {
 	const op = "GroupSimulate"
+	if fn == nil {
+		return 0, argErr(op, "fn", "nil function")
+	}
 	r, err := loaded()
 	if err != nil {
 		return 0, err
@@ -140,13 +163,7 @@ func GroupSimulate(fn func() error) (est time.Duration, err error) {
 	defer func() {
 		refused := simLeave(tid)
 		t, st := capi.GroupSimulateEnd(uint32(deviceAPIVersion(r)))
-		var used []uintptr
-		if capi.GroupDepth() == 0 {
-			used = capi.GroupTake()
-		}
-		for _, p := range used {
-			groupEnded(p)
-		}
+		used := takeEnded()
 		var endErr error
 		switch {
 		case st.Code == 0:

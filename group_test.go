@@ -195,3 +195,14 @@ func TestGroupSimulateNeedsNCCL2223(t *testing.T) {
 		}
 	})
 }
+
+// A nil function is an argument error, not a panic (nothing is loaded).
+func TestGroupNilFunction(t *testing.T) {
+	wantArg(t, "Group(nil)", nccl.Group(nil), "fn")
+	wantArg(t, "GroupContext(nil)", nccl.GroupContext(context.Background(), nil), "fn")
+	est, err := nccl.GroupSimulate(nil)
+	wantArg(t, "GroupSimulate(nil)", err, "fn")
+	if est != 0 {
+		t.Errorf("GroupSimulate(nil) estimated %v", est)
+	}
+}

@@ -12,8 +12,8 @@ import (
 // memory statistics.
 //
 // How a new communicator made from another one becomes known (NCCL
-// src/init.cc, 2.18 through 2.30.7; every communicator of this binding is
-// non-blocking inside NCCL):
+// src/init.cc, 2.18 through 2.30.7; for a non-blocking parent, or inside a
+// group; a blocking parent outside a group runs the job within the call):
 //
 //   - Split and Shrink (ncclCommInitChildComm) set *newcomm to NULL and
 //     queue a job on the PARENT: the parent's ncclCommGetAsyncError reports
@@ -437,9 +437,12 @@ func (c *Communicator) Split(color, key int, cfg *Config) (*Communicator, error)
 	return c.SplitContext(plain, color, key, cfg)
 }
 
-// SplitContext is Split bounded by ctx: if ctx ends before the split is
-// done, the parent is aborted (NCCL cannot cancel a split alone) and so is
-// the child, and the error matches both ctx.Err() and ErrInProgress.
+// SplitContext is Split (ncclCommSplit) completed within ctx: it waits for
+// the child even on a non-blocking parent (outside a group). If ctx ends
+// before such a split is done, the parent is aborted (NCCL cannot cancel a
+// split alone) and so is the child, and the error matches both ctx.Err()
+// and ErrInProgress; a blocking parent splits inside NCCL, where ctx cannot
+// reach. Collective. NCCL 2.18.1.
 func (c *Communicator) SplitContext(ctx context.Context, color, key int, cfg *Config) (*Communicator, error) {
 	const op = "Split"
 	if color < 0 && color != NoColor {
@@ -465,7 +468,8 @@ func (c *Communicator) Shrink(exclude []int, cfg *Config, flags ShrinkFlag) (*Co
 	return c.ShrinkContext(plain, exclude, cfg, flags)
 }
 
-// ShrinkContext is Shrink bounded by ctx (see SplitContext).
+// ShrinkContext is Shrink (ncclCommShrink) completed within ctx (see
+// SplitContext). Collective over the remaining ranks. NCCL 2.27.3.
 func (c *Communicator) ShrinkContext(ctx context.Context, exclude []int, cfg *Config, flags ShrinkFlag) (*Communicator, error) {
 	const op = "Shrink"
 	if flags != ShrinkDefault && flags != ShrinkAbort {
@@ -647,9 +651,10 @@ func (c *Communicator) Grow(nranks int, id *UniqueID, rank int, cfg *Config) (*C
 	return c.GrowContext(plain, nranks, id, rank, cfg)
 }
 
-// GrowContext is Grow bounded by ctx: if ctx ends before the new
-// communicator is ready, it is aborted and the error matches both ctx.Err()
-// and ErrInProgress.
+// GrowContext is Grow (ncclCommGrow) completed within ctx: if ctx ends
+// before a non-blocking new communicator is ready, it is aborted and the
+// error matches both ctx.Err() and ErrInProgress (a blocking one grows
+// inside NCCL, where ctx cannot reach). Collective. NCCL 2.29.2.
 func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID, rank int, cfg *Config) (*Communicator, error) {
 	const op = "Grow"
 	if err := ctx.Err(); err != nil {
@@ -773,8 +778,9 @@ func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID
 // NCCL 2.28.7.
 func (c *Communicator) Revoke(flags int) error { return c.RevokeContext(plain, flags) }
 
-// RevokeContext is Revoke whose wait (blocking communicators) is bounded by
-// ctx.
+// RevokeContext is Revoke (ncclCommRevoke) completed within ctx: it waits
+// until the communicator is quiescent, even a non-blocking one. Not
+// collective. NCCL 2.28.7.
 func (c *Communicator) RevokeContext(ctx context.Context, flags int) error {
 	const op = "Revoke"
 	if flags != 0 {
@@ -799,7 +805,8 @@ func (c *Communicator) Suspend(flags SuspendFlag) error {
 	return c.SuspendContext(plain, flags)
 }
 
-// SuspendContext is Suspend bounded by ctx.
+// SuspendContext is Suspend (ncclCommSuspend) completed within ctx.
+// Collective. NCCL 2.29.7.
 func (c *Communicator) SuspendContext(ctx context.Context, flags SuspendFlag) error {
 	const op = "Suspend"
 	if flags&^SuspendMem != 0 {
@@ -814,7 +821,8 @@ func (c *Communicator) SuspendContext(ctx context.Context, flags SuspendFlag) er
 // NCCL 2.29.7.
 func (c *Communicator) Resume() error { return c.ResumeContext(plain) }
 
-// ResumeContext is Resume bounded by ctx.
+// ResumeContext is Resume (ncclCommResume) completed within ctx.
+// Collective. NCCL 2.29.7.
 func (c *Communicator) ResumeContext(ctx context.Context) error {
 	return c.call(ctx, "Resume", "ncclCommResume", capi.CommResume)
 }

@@ -12,13 +12,13 @@ import (
 // NCCL does not report are nil, never a zero that looks real: NumLSATeams,
 // HostRMASupport and RailedGINType need NCCL 2.29.7.
 type Properties struct {
-	Rank             int     `json:"rank"`
-	NRanks           int     `json:"nranks"`
-	CUDADevice       int     `json:"cuda_device"`
-	NVMLDevice       int     `json:"nvml_device"`
-	DeviceAPISupport bool    `json:"device_api_support"`
-	MultimemSupport  bool    `json:"multimem_support"`
-	GINType          GINType `json:"gin_type"`
+	Rank             int     `json:"rank"`               // this rank (rank)
+	NRanks           int     `json:"nranks"`             // the number of ranks (nRanks)
+	CUDADevice       int     `json:"cuda_device"`        // the CUDA device index (cudaDev)
+	NVMLDevice       int     `json:"nvml_device"`        // the NVML device index (nvmlDev)
+	DeviceAPISupport bool    `json:"device_api_support"` // a device communicator can be created (deviceApiSupport)
+	MultimemSupport  bool    `json:"multimem_support"`   // LSA teams can use multimem (multimemSupport)
+	GINType          GINType `json:"gin_type"`           // the GIN transport (ginType)
 	// NumLSATeams is the number of load/store-accessible teams across the
 	// communicator. NCCL 2.29.7.
 	NumLSATeams *int `json:"num_lsa_teams"`
@@ -99,7 +99,7 @@ func (c *Communicator) properties(op string) (*Properties, error) {
 
 // Properties returns every device-API property (ncclCommQueryProperties,
 // queried once and cached). On NCCL before 2.29.2 it returns an error
-// wrapping ErrUnsupported. Not collective.
+// wrapping ErrUnsupported. Not collective. NCCL 2.29.2.
 func (c *Communicator) Properties() (Properties, error) {
 	p, err := c.properties("query properties")
 	if err != nil {
@@ -114,7 +114,7 @@ func (c *Communicator) Properties() (Properties, error) {
 }
 
 // CUDADevice is the CUDA device index NCCL reports in the properties
-// (cudaDev). NCCL 2.29.2.
+// (ncclCommQueryProperties' cudaDev, cached). Not collective. NCCL 2.29.2.
 func (c *Communicator) CUDADevice() (int, error) {
 	p, err := c.properties("get CUDA device")
 	if err != nil {
@@ -124,7 +124,8 @@ func (c *Communicator) CUDADevice() (int, error) {
 }
 
 // NVMLDevice is the NVML index of the device, which can differ from the
-// CUDA index (nvmlDev). NCCL 2.29.2.
+// CUDA index (ncclCommQueryProperties' nvmlDev, cached). Not collective.
+// NCCL 2.29.2.
 func (c *Communicator) NVMLDevice() (int, error) {
 	p, err := c.properties("get NVML device")
 	if err != nil {
@@ -134,7 +135,8 @@ func (c *Communicator) NVMLDevice() (int, error) {
 }
 
 // DeviceAPISupport reports whether a device communicator can be created
-// (deviceApiSupport). NCCL 2.29.2.
+// (ncclCommQueryProperties' deviceApiSupport, cached). Not collective.
+// NCCL 2.29.2.
 func (c *Communicator) DeviceAPISupport() (bool, error) {
 	p, err := c.properties("get device API support")
 	if err != nil {
@@ -144,7 +146,8 @@ func (c *Communicator) DeviceAPISupport() (bool, error) {
 }
 
 // MultimemSupport reports whether ranks of an LSA team can use multimem
-// (multimemSupport). NCCL 2.29.2.
+// (ncclCommQueryProperties' multimemSupport, cached). Not collective.
+// NCCL 2.29.2.
 func (c *Communicator) MultimemSupport() (bool, error) {
 	p, err := c.properties("get multimem support")
 	if err != nil {
@@ -153,8 +156,9 @@ func (c *Communicator) MultimemSupport() (bool, error) {
 	return p.MultimemSupport, nil
 }
 
-// GINType is the GPU-initiated networking transport available (ginType);
-// GINNone means no GIN resources can be requested. NCCL 2.29.2.
+// GINType is the GPU-initiated networking transport available
+// (ncclCommQueryProperties' ginType, cached); GINNone means no GIN
+// resources can be requested. Not collective. NCCL 2.29.2.
 func (c *Communicator) GINType() (GINType, error) {
 	p, err := c.properties("get GIN type")
 	if err != nil {
@@ -164,7 +168,8 @@ func (c *Communicator) GINType() (GINType, error) {
 }
 
 // NumLSATeams is the number of LSA teams across the communicator
-// (nLsaTeams). NCCL 2.29.7; ErrUnsupported before.
+// (ncclCommQueryProperties' nLsaTeams, cached). Not collective. NCCL
+// 2.29.7; ErrUnsupported before.
 func (c *Communicator) NumLSATeams() (int, error) {
 	p, err := c.properties("get LSA team count")
 	if err != nil {
@@ -177,7 +182,8 @@ func (c *Communicator) NumLSATeams() (int, error) {
 }
 
 // HostRMASupport reports whether host-initiated one-sided operations work
-// (hostRmaSupport). NCCL 2.29.7; ErrUnsupported before.
+// (ncclCommQueryProperties' hostRmaSupport, cached). Not collective.
+// NCCL 2.29.7; ErrUnsupported before.
 func (c *Communicator) HostRMASupport() (bool, error) {
 	p, err := c.properties("get host RMA support")
 	if err != nil {
@@ -189,8 +195,9 @@ func (c *Communicator) HostRMASupport() (bool, error) {
 	return *p.HostRMASupport, nil
 }
 
-// RailedGINType is the GIN transport of rail connections (railedGinType);
-// GINNone means the RAIL connection type is not possible. NCCL 2.29.7;
+// RailedGINType is the GIN transport of rail connections
+// (ncclCommQueryProperties' railedGinType, cached); GINNone means the RAIL
+// connection type is not possible. Not collective. NCCL 2.29.7;
 // ErrUnsupported before.
 func (c *Communicator) RailedGINType() (GINType, error) {
 	p, err := c.properties("get railed GIN type")

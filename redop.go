@@ -21,12 +21,10 @@ import (
 // The communicator tracks its operators: Destroy and Abort close those
 // still open. A CustomOp is safe for concurrent use.
 type CustomOp struct {
-	c      *Communicator
-	op     RedOp
-	dt     DataType
-	ptr    uintptr // the ncclComm_t it belongs to
-	closed bool    // guarded by c.mu
-	keep   any     // the device scalar, kept reachable
+	localRes
+	op   RedOp
+	dt   DataType
+	keep any // the device scalar, kept reachable
 }
 
 // scalarResidence is ncclScalarResidence_t.
@@ -94,7 +92,7 @@ func (c *Communicator) newPreMulSum(op string, dt DataType, host bool, bits uint
 			v, st = capi.RedOpCreatePreMulSum(dptr, int32(dt), scalarDevice, ptr)
 		}
 		if st.Code == 0 {
-			o := &CustomOp{c: c, op: RedOp(v), dt: dt, ptr: ptr, keep: keep}
+			o := &CustomOp{localRes: localRes{c: c, ptr: ptr}, op: RedOp(v), dt: dt, keep: keep}
 			c.trackLocked(o)
 			c.customOps = append(c.customOps, o)
 			c.mu.Unlock()
@@ -111,14 +109,29 @@ func (c *Communicator) newPreMulSum(op string, dt DataType, host bool, bits uint
 }
 
 // Op is the operator's ncclRedOp_t, to pass to this communicator's
-// reductions.
-func (o *CustomOp) Op() RedOp { return o.op }
+// reductions. A nil *CustomOp gives RedOp(-1), which every reduction
+// rejects.
+func (o *CustomOp) Op() RedOp {
+	if o == nil {
+		return -1
+	}
+	return o.op
+}
 
-// Type is the element type the operator was made for.
-func (o *CustomOp) Type() DataType { return o.dt }
+// Type is the element type the operator was made for (DataType(-1) for a
+// nil *CustomOp).
+func (o *CustomOp) Type() DataType {
+	if o == nil {
+		return -1
+	}
+	return o.dt
+}
 
 // String reads "nccl.CustomOp(PreMulSum ncclFloat32, ncclRedOp(12345))".
 func (o *CustomOp) String() string {
+	if o == nil {
+		return "nccl.CustomOp(nil)"
+	}
 	return fmt.Sprintf("nccl.CustomOp(PreMulSum %s, %s)", o.dt, o.op)
 }
 
@@ -132,47 +145,19 @@ func (o *CustomOp) Close() error {
 	if o == nil || o.c == nil {
 		return nil
 	}
-	c := o.c
-	for {
-		c.mu.Lock()
-		if o.closed || c.ptr != o.ptr {
-			o.closed = true
-			c.mu.Unlock()
-			return nil
-		}
-		st := capi.RedOpDestroy(int32(o.op), c.ptr)
-		if st.Code == capi.Pending {
-			c.mu.Unlock()
-			if err := c.wait(context.Background(), "CustomOp.Close"); err != nil {
-				return err
-			}
-			continue
-		}
-		o.closed = true
-		c.untrackLocked(o)
-		c.removeCustomLocked(o)
-		c.mu.Unlock()
-		return statusErr("CustomOp.Close", "ncclRedOpDestroy", st)
-	}
+	return closeLocal(o, "CustomOp.Close", "ncclRedOpDestroy")
 }
 
 // closeLocked is Close for Destroy and Abort (c.mu held).
 func (o *CustomOp) closeLocked() error {
-	c := o.c
-	if o.closed {
-		return nil
-	}
-	o.closed = true
-	c.removeCustomLocked(o)
-	if c.ptr == 0 || c.ptr != o.ptr {
-		return nil
-	}
-	st := capi.RedOpDestroy(int32(o.op), c.ptr)
-	if st.Code == capi.Pending {
-		return nil // busy: NCCL frees its operators with the communicator
-	}
-	return statusErr("CustomOp.Close", "ncclRedOpDestroy", st)
+	return closeLocalLocked(o, "CustomOp.Close", "ncclRedOpDestroy")
 }
+
+func (o *CustomOp) local() *localRes { return &o.localRes }
+
+func (o *CustomOp) destroyLocked() capi.Status { return capi.RedOpDestroy(int32(o.op), o.ptr) }
+
+func (o *CustomOp) forgetLocked() { o.c.removeCustomLocked(o) }
 
 // removeCustomLocked forgets a closed operator.
 func (c *Communicator) removeCustomLocked(o *CustomOp) {

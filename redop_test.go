@@ -168,3 +168,19 @@ func TestPreMulSumFloat8NeedsNCCL2243(t *testing.T) {
 		}
 	})
 }
+
+// A nil *CustomOp neither panics nor passes for a built-in operator.
+func TestNilCustomOp(t *testing.T) {
+	var o *nccl.CustomOp
+	if err := o.Close(); err != nil {
+		t.Errorf("Close on nil: %v", err)
+	}
+	if o.Op().Builtin() || o.Type().Valid() || o.String() != "nccl.CustomOp(nil)" {
+		t.Errorf("nil CustomOp: Op %v, Type %v, String %q", o.Op(), o.Type(), o.String())
+	}
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		wantArgErr(t, c.AllReduce(b, b, o.Op(), cuda.Stream{}), "AllReduce", "op")
+	})
+}

@@ -7,53 +7,14 @@ import (
 	"github.com/nccl4go/nccl/internal/capi"
 )
 
-// resState is the state of a resource whose creation NCCL may finish after
-// the call returned (windows, device communicators).
-type resState uint8
-
-const (
-	resPending resState = iota // created in a group, or in the background: not known yet
-	resReady                   // usable
-	resNone                    // NCCL created nothing (a window it does not support)
-	resFailed                  // the creation failed when it ran
-	resClosed                  // closed, by Close or by the communicator's Destroy or Abort
-)
-
-func (s resState) String() string {
-	switch s {
-	case resPending:
-		return "pending"
-	case resReady:
-		return "ready"
-	case resNone:
-		return "none"
-	case resFailed:
-		return "failed"
-	}
-	return "closed"
-}
-
-// pendingErr is the error of a resource whose creation has not finished.
-func pendingErr(op, what string) error {
-	return &Error{Op: op, Code: InProgress,
-		Detail: what + " is not complete yet: Wait on the communicator (or end the group that issued it) first"}
-}
-
-// closedErr is the error of a closed resource.
-func closedErr(op, what string) error {
-	return fmt.Errorf("nccl: %s: %s closed (by Close, or by the communicator's Destroy or Abort): %w", op, what, ErrClosed)
-}
-
 // RegisteredBuffer is device memory registered with a communicator
 // (ncclCommRegister), which lets NCCL skip its own copies when the buffer
 // is passed to collectives. It is tracked by its communicator: Destroy and
 // Abort close it. Safe for concurrent use.
 type RegisteredBuffer struct {
-	c      *Communicator
-	ptr    uintptr // the ncclComm_t it belongs to
+	localRes
 	handle uintptr
 	buf    Buffer
-	closed bool // guarded by c.mu
 }
 
 // RegisterBuffer registers b with the communicator (ncclCommRegister). b
@@ -64,20 +25,10 @@ type RegisteredBuffer struct {
 // NCCL 2.19.1.
 func (c *Communicator) RegisterBuffer(b Buffer) (*RegisteredBuffer, error) {
 	const op = "RegisterBuffer"
-	if err := c.prepare(op); err != nil {
-		return nil, err
-	}
 	for {
-		ptr, err := c.lockLive(op)
+		ptr, err := c.lockPrepared(op)
 		if err != nil {
 			return nil, err
-		}
-		if c.coll.ptr != ptr || !c.identity {
-			c.mu.Unlock()
-			if err := c.prepare(op); err != nil {
-				return nil, err
-			}
-			continue
 		}
 		if err := c.checkBuf(op, "buf", b); err != nil {
 			c.mu.Unlock()
@@ -85,7 +36,7 @@ func (c *Communicator) RegisterBuffer(b Buffer) (*RegisteredBuffer, error) {
 		}
 		h, st := capi.CommRegister(ptr, b.Ptr, b.Bytes())
 		if st.Code == 0 {
-			rb := &RegisteredBuffer{c: c, ptr: ptr, handle: h, buf: b}
+			rb := &RegisteredBuffer{localRes: localRes{c: c, ptr: ptr}, handle: h, buf: b}
 			c.trackLocked(rb)
 			c.mu.Unlock()
 			return rb, nil
@@ -137,46 +88,21 @@ func (rb *RegisteredBuffer) String() string {
 // after the communicator's Destroy or Abort (which closed it), returns nil.
 // Not collective. NCCL 2.19.1.
 func (rb *RegisteredBuffer) Close() error {
-	const op = "RegisteredBuffer.Close"
 	if rb == nil || rb.c == nil {
 		return nil
 	}
-	c := rb.c
-	for {
-		c.mu.Lock()
-		if rb.closed || c.ptr != rb.ptr {
-			rb.closed = true
-			c.mu.Unlock()
-			return nil
-		}
-		st := capi.CommDeregister(c.ptr, rb.handle)
-		if st.Code == capi.Pending {
-			c.mu.Unlock()
-			if err := c.wait(context.Background(), op); err != nil {
-				return err
-			}
-			continue
-		}
-		rb.closed = true
-		c.untrackLocked(rb)
-		c.mu.Unlock()
-		return statusErr(op, "ncclCommDeregister", st)
-	}
+	return closeLocal(rb, "RegisteredBuffer.Close", "ncclCommDeregister")
 }
 
 // closeLocked is Close for Destroy and Abort (c.mu held).
 func (rb *RegisteredBuffer) closeLocked() error {
-	c := rb.c
-	if rb.closed {
-		return nil
-	}
-	rb.closed = true
-	if c.ptr == 0 || c.ptr != rb.ptr {
-		return nil
-	}
-	st := capi.CommDeregister(c.ptr, rb.handle)
-	if st.Code == capi.Pending {
-		return nil // busy: NCCL frees its registrations with the communicator
-	}
-	return statusErr("RegisteredBuffer.Close", "ncclCommDeregister", st)
+	return closeLocalLocked(rb, "RegisteredBuffer.Close", "ncclCommDeregister")
 }
+
+func (rb *RegisteredBuffer) local() *localRes { return &rb.localRes }
+
+func (rb *RegisteredBuffer) destroyLocked() capi.Status {
+	return capi.CommDeregister(rb.ptr, rb.handle)
+}
+
+func (rb *RegisteredBuffer) forgetLocked() {}

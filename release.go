@@ -22,9 +22,13 @@ const (
 	MinRelease Release = 21901
 )
 
-// Major, Minor and Patch split the release number.
+// Major is the first part of the release number: 2 in 2.28.3.
 func (r Release) Major() int { return int(r) / 10000 }
+
+// Minor is the second part: 28 in 2.28.3.
 func (r Release) Minor() int { return int(r) / 100 % 100 }
+
+// Patch is the third part: 3 in 2.28.3.
 func (r Release) Patch() int { return int(r) % 100 }
 
 // String is "2.28.3".
@@ -62,8 +66,8 @@ var lib struct {
 	err     error // the default load's failure, kept until Load succeeds
 }
 
-// Load opens the NCCL library at path (dlopen) and resolves every function
-// the binding calls; a function the library lacks makes its calls return
+// Load opens the NCCL library at path (dlopen), resolves every function the
+// binding calls and reads its version (ncclGetVersion, NCCL 2.3.5); a function the library lacks makes its calls return
 // ErrUnsupported. Without Load, the first call that needs NCCL loads the
 // library named by $NCCL_LIBRARY (and only that one, when it is set), else
 // libnccl.so.2 through the dynamic loader's search. Load after a successful load succeeds only for the same
@@ -146,7 +150,7 @@ func loaded() (Release, error) {
 }
 
 // Version is the release of the loaded NCCL (ncclGetVersion, read once at
-// load), loading the library if needed.
+// load), loading the library if needed. Not collective. NCCL 2.3.5.
 func Version() (Release, error) { return loaded() }
 
 // LibraryPath is the file the loaded NCCL came from.
@@ -186,6 +190,7 @@ func require(feature string, since Release) error {
 func deviceAPIVersion(loaded Release) Release { return min(loaded, ABIRelease) }
 
 // ErrorString is ncclGetErrorString: NCCL's own text for a result code.
+// Not collective. NCCL 2.3.5.
 func ErrorString(r Result) (string, error) {
 	if _, err := loaded(); err != nil {
 		return "", err
@@ -196,6 +201,7 @@ func ErrorString(r Result) (string, error) {
 // LastError is ncclGetLastError: the last warning NCCL logged in this
 // process (one process-wide buffer: it may describe another goroutine's
 // failure). Errors returned by this package already carry it in Detail.
+// Not collective. NCCL 2.13.4.
 func LastError() (string, error) {
 	if _, err := loaded(); err != nil {
 		return "", err

@@ -60,15 +60,6 @@ func (c *Communicator) prepareRMA(op, fn string) error {
 	return err
 }
 
-// rmaStream resolves the stream of a one-sided call.
-func rmaStream(op string, s cuda.Stream) (uintptr, int, error) {
-	h, dev, err := s.Resolve()
-	if err != nil {
-		return 0, 0, &ArgError{Op: op, Arg: "stream", Reason: "destroyed", Err: err}
-	}
-	return h, dev, nil
-}
-
 // lockRMA locks c for a one-sided call on a stream of device sdev: it
 // returns the pointer with mu held, or an error with mu released.
 func (c *Communicator) lockRMA(op, fn string, sdev int) (uintptr, error) {
@@ -100,29 +91,28 @@ func (c *Communicator) lockRMA(op, fn string, sdev int) (uintptr, error) {
 	}
 }
 
-// Signal raises a signal at peer once this rank's earlier one-sided
-// operations to peer on s are done (ncclSignal). peer's WaitSignal
-// consumes it. One-sided; may be grouped. NCCL 2.29.2.
-func (c *Communicator) Signal(peer int, s cuda.Stream) error {
-	const op, fn = "Signal", "ncclSignal"
-	h, sdev, err := rmaStream(op, s)
+// rmaCall makes a one-sided call on stream s: call checks the arguments
+// (c.mu held, the communicator's facts filled) and calls NCCL with the
+// communicator and stream handles. It waits and calls again while an earlier
+// operation is in progress, and a blocking communicator waits for a call
+// NCCL reports in progress, as the collectives do.
+func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, call func(comm, stream uintptr) (capi.Status, error)) error {
+	h, sdev, err := s.Resolve()
 	if err != nil {
-		return err
+		return &ArgError{Op: op, Arg: "stream", Reason: "destroyed", Err: err}
 	}
 	for {
 		ptr, err := c.lockRMA(op, fn, sdev)
 		if err != nil {
 			return err
 		}
-		if peer < 0 || peer >= c.nranks {
-			n := c.nranks
-			c.mu.Unlock()
-			return checkRank(op, "peer", peer, n)
-		}
-		st := capi.Signal(peer, 0, 0, 0, ptr, h)
+		st, err := call(ptr, h)
 		blocking := c.blocking
 		c.mu.Unlock()
-		if st.Code == 0 {
+		switch {
+		case err != nil:
+			return err
+		case st.Code == 0:
 			return nil
 		}
 		if retry, err := c.afterCall(op, fn, st, blocking); !retry {
@@ -131,16 +121,24 @@ func (c *Communicator) Signal(peer int, s cuda.Stream) error {
 	}
 }
 
+// Signal raises a signal at peer once this rank's earlier one-sided
+// operations to peer on s are done (ncclSignal). peer's WaitSignal
+// consumes it. One-sided; may be grouped. NCCL 2.29.2.
+func (c *Communicator) Signal(peer int, s cuda.Stream) error {
+	return c.rmaCall("Signal", "ncclSignal", s, func(comm, stream uintptr) (capi.Status, error) {
+		if err := checkRank("Signal", "peer", peer, c.nranks); err != nil {
+			return capi.Status{}, err
+		}
+		return capi.Signal(peer, 0, 0, 0, comm, stream), nil
+	})
+}
+
 // WaitSignal makes s wait until each descriptor's peer has raised
 // OpCount signals (by PutSignal or Signal) (ncclWaitSignal). descs must be
 // non-empty, with peers in [0, NRanks), OpCount >= 1 and SignalIndex and
 // Context 0. One-sided; may be grouped. NCCL 2.29.2.
 func (c *Communicator) WaitSignal(descs []WaitSignalDesc, s cuda.Stream) error {
-	const op, fn = "WaitSignal", "ncclWaitSignal"
-	h, sdev, err := rmaStream(op, s)
-	if err != nil {
-		return err
-	}
+	const op = "WaitSignal"
 	if len(descs) == 0 {
 		return argErr(op, "descs", "empty: wait for at least one peer")
 	}
@@ -152,29 +150,16 @@ func (c *Communicator) WaitSignal(descs []WaitSignalDesc, s cuda.Stream) error {
 	if len(descs) > len(small) {
 		raw = make([]capi.WaitSignalDesc, 0, len(descs))
 	}
-	for {
-		ptr, err := c.lockRMA(op, fn, sdev)
-		if err != nil {
-			return err
-		}
+	return c.rmaCall(op, "ncclWaitSignal", s, func(comm, stream uintptr) (capi.Status, error) {
 		raw = raw[:0]
 		for i, d := range descs {
 			if err := checkWaitDesc(op, i, d, c.nranks); err != nil {
-				c.mu.Unlock()
-				return err
+				return capi.Status{}, err
 			}
 			raw = append(raw, capi.WaitSignalDesc{OpCnt: int32(d.OpCount), Peer: int32(d.Peer)})
 		}
-		st := capi.WaitSignal(raw, ptr, h)
-		blocking := c.blocking
-		c.mu.Unlock()
-		if st.Code == 0 {
-			return nil
-		}
-		if retry, err := c.afterCall(op, fn, st, blocking); !retry {
-			return err
-		}
-	}
+		return capi.WaitSignal(raw, comm, stream), nil
+	})
 }
 
 // checkWaitDesc checks descriptor i.
@@ -201,31 +186,14 @@ func checkWaitDesc(op string, i int, d WaitSignalDesc, n int) error {
 // registered with WindowCollSymmetric, in one cuMem allocation. peer's
 // WaitSignal consumes the signal. One-sided; may be grouped. NCCL 2.29.2.
 func (c *Communicator) PutSignal(local Buffer, peer int, peerWin *Window, offsetElems int, s cuda.Stream) error {
-	const op, fn = "PutSignal", "ncclPutSignal"
-	h, sdev, err := rmaStream(op, s)
-	if err != nil {
-		return err
-	}
-	for {
-		ptr, err := c.lockRMA(op, fn, sdev)
-		if err != nil {
-			return err
-		}
+	const op = "PutSignal"
+	return c.rmaCall(op, "ncclPutSignal", s, func(comm, stream uintptr) (capi.Status, error) {
 		win, off, err := c.checkPutLocked(op, local, peer, peerWin, offsetElems)
 		if err != nil {
-			c.mu.Unlock()
-			return err
+			return capi.Status{}, err
 		}
-		st := capi.PutSignal(local.Ptr, uint64(local.Count), int32(local.Type), peer, win, off, 0, 0, 0, ptr, h)
-		blocking := c.blocking
-		c.mu.Unlock()
-		if st.Code == 0 {
-			return nil
-		}
-		if retry, err := c.afterCall(op, fn, st, blocking); !retry {
-			return err
-		}
-	}
+		return capi.PutSignal(local.Ptr, uint64(local.Count), int32(local.Type), peer, win, off, 0, 0, 0, comm, stream), nil
+	})
 }
 
 // checkPutLocked checks PutSignal's arguments (mu held) and returns the
@@ -249,7 +217,7 @@ func (c *Communicator) checkPutLocked(op string, local Buffer, peer int, w *Wind
 	if uint64(offsetElems) > (1<<62)/size {
 		return 0, 0, argErr(op, "offsetElems", "%d elements overflow", offsetElems)
 	}
-	if err := w.readyLocked(op); err != nil {
+	if err := readyLocked(w, op); err != nil {
 		return 0, 0, err
 	}
 	return w.handle, uint64(offsetElems) * size, nil

@@ -42,14 +42,7 @@ func (c *Communicator) validateLocked(a *collCall, op string) (send, recv uintpt
 	onRoot := a.root == rank
 	switch a.kind {
 	case kAllReduce:
-		if err = c.checkPair(op, s, r); err != nil {
-			return
-		}
-		if r.Count != s.Count {
-			err = argErr(op, "recv", "%d elements, need exactly send's %d", r.Count, s.Count)
-			return
-		}
-		if err = checkAlias(op, s, r, s.Ptr == r.Ptr, "recv == send"); err != nil {
+		if err = c.checkSame(op, s, r, "recv", ""); err != nil {
 			return
 		}
 		if err = c.checkOp(op, a.op, s.Type); err != nil {
@@ -62,14 +55,7 @@ func (c *Communicator) validateLocked(a *collCall, op string) (send, recv uintpt
 			return
 		}
 		if onRoot {
-			if err = c.checkPair(op, s, r); err != nil {
-				return
-			}
-			if s.Count != r.Count {
-				err = argErr(op, "send", "%d elements on the root, need exactly recv's %d", s.Count, r.Count)
-				return
-			}
-			if err = checkAlias(op, s, r, s.Ptr == r.Ptr, "recv == send"); err != nil {
+			if err = c.checkSame(op, s, r, "send", onTheRoot); err != nil {
 				return
 			}
 		}
@@ -80,14 +66,7 @@ func (c *Communicator) validateLocked(a *collCall, op string) (send, recv uintpt
 			return
 		}
 		if onRoot {
-			if err = c.checkPair(op, s, r); err != nil {
-				return
-			}
-			if r.Count != s.Count {
-				err = argErr(op, "recv", "%d elements on the root, need exactly send's %d", r.Count, s.Count)
-				return
-			}
-			if err = checkAlias(op, s, r, s.Ptr == r.Ptr, "recv == send"); err != nil {
+			if err = c.checkSame(op, s, r, "recv", onTheRoot); err != nil {
 				return
 			}
 		}
@@ -97,27 +76,13 @@ func (c *Communicator) validateLocked(a *collCall, op string) (send, recv uintpt
 		return s.Ptr, r.Ptr, uint64(s.Count), s.Type, nil
 
 	case kAllGather:
-		if err = c.checkPair(op, s, r); err != nil {
-			return
-		}
-		if r.Count%n != 0 || r.Count/n != s.Count {
-			err = argErr(op, "recv", "%d elements, need exactly nranks*send.Count = %d*%d", r.Count, n, s.Count)
-			return
-		}
-		if err = checkAlias(op, s, r, s.Ptr == r.Ptr+uintptr(rank)*uintptr(s.Bytes()), "send == recv + rank*send.Bytes()"); err != nil {
+		if err = c.checkBlocks(op, s, r, gathers, "", "send == recv + rank*send.Bytes()"); err != nil {
 			return
 		}
 		return s.Ptr, r.Ptr, uint64(s.Count), s.Type, nil
 
 	case kReduceScatter:
-		if err = c.checkPair(op, s, r); err != nil {
-			return
-		}
-		if s.Count%n != 0 || s.Count/n != r.Count {
-			err = argErr(op, "send", "%d elements, need exactly nranks*recv.Count = %d*%d", s.Count, n, r.Count)
-			return
-		}
-		if err = checkAlias(op, s, r, r.Ptr == s.Ptr+uintptr(rank)*uintptr(r.Bytes()), "recv == send + rank*recv.Bytes()"); err != nil {
+		if err = c.checkBlocks(op, s, r, scatters, "", "recv == send + rank*recv.Bytes()"); err != nil {
 			return
 		}
 		if err = c.checkOp(op, a.op, s.Type); err != nil {
@@ -126,11 +91,7 @@ func (c *Communicator) validateLocked(a *collCall, op string) (send, recv uintpt
 		return s.Ptr, r.Ptr, uint64(r.Count), s.Type, nil
 
 	case kAllToAll:
-		if err = c.checkPair(op, s, r); err != nil {
-			return
-		}
-		if r.Count != s.Count {
-			err = argErr(op, "recv", "%d elements, need exactly send's %d", r.Count, s.Count)
+		if err = c.checkSameCount(op, s, r, "recv", ""); err != nil {
 			return
 		}
 		if s.Count%n != 0 {
@@ -147,14 +108,7 @@ func (c *Communicator) validateLocked(a *collCall, op string) (send, recv uintpt
 			return
 		}
 		if onRoot {
-			if err = c.checkPair(op, s, r); err != nil {
-				return
-			}
-			if r.Count%n != 0 || r.Count/n != s.Count {
-				err = argErr(op, "recv", "%d elements on the root, need exactly nranks*send.Count = %d*%d", r.Count, n, s.Count)
-				return
-			}
-			if err = checkAlias(op, s, r, s.Ptr == r.Ptr+uintptr(rank)*uintptr(s.Bytes()), "send == recv + root*send.Bytes()"); err != nil {
+			if err = c.checkBlocks(op, s, r, gathers, onTheRoot, "send == recv + root*send.Bytes()"); err != nil {
 				return
 			}
 			return s.Ptr, r.Ptr, uint64(s.Count), s.Type, nil
@@ -168,14 +122,7 @@ func (c *Communicator) validateLocked(a *collCall, op string) (send, recv uintpt
 			return
 		}
 		if onRoot {
-			if err = c.checkPair(op, s, r); err != nil {
-				return
-			}
-			if s.Count%n != 0 || s.Count/n != r.Count {
-				err = argErr(op, "send", "%d elements on the root, need exactly nranks*recv.Count = %d*%d", s.Count, n, r.Count)
-				return
-			}
-			if err = checkAlias(op, s, r, r.Ptr == s.Ptr+uintptr(rank)*uintptr(r.Bytes()), "recv == send + root*recv.Bytes()"); err != nil {
+			if err = c.checkBlocks(op, s, r, scatters, onTheRoot, "recv == send + root*recv.Bytes()"); err != nil {
 				return
 			}
 			return s.Ptr, r.Ptr, uint64(r.Count), r.Type, nil
@@ -220,6 +167,62 @@ func (c *Communicator) checkPair(op string, s, r *Buffer) error {
 		return argErr(op, "recv", "type %s, but send is %s", r.Type, s.Type)
 	}
 	return nil
+}
+
+// onTheRoot qualifies the count errors of buffers only the root uses.
+const onTheRoot = " on the root"
+
+// checkSameCount checks send and recv as a pair of the same count; arg is
+// the buffer whose count must match the other's (Broadcast's send matches
+// recv; elsewhere recv matches send), where is "" or onTheRoot.
+func (c *Communicator) checkSameCount(op string, s, r *Buffer, arg, where string) error {
+	if err := c.checkPair(op, s, r); err != nil {
+		return err
+	}
+	if s.Count == r.Count {
+		return nil
+	}
+	if arg == "send" {
+		return argErr(op, arg, "%d elements%s, need exactly recv's %d", s.Count, where, r.Count)
+	}
+	return argErr(op, arg, "%d elements%s, need exactly send's %d", r.Count, where, s.Count)
+}
+
+// checkSame checks the operations whose send and recv have one shape
+// (AllReduce, and Broadcast and Reduce on the root): a pair of the same
+// count, in place only when recv == send.
+func (c *Communicator) checkSame(op string, s, r *Buffer, arg, where string) error {
+	if err := c.checkSameCount(op, s, r, arg, where); err != nil {
+		return err
+	}
+	return checkAlias(op, s, r, s.Ptr == r.Ptr, "recv == send")
+}
+
+// Which buffer of checkBlocks holds the nranks blocks.
+const (
+	gathers  = true  // AllGather, Gather: recv holds a block of send's count per rank
+	scatters = false // ReduceScatter, Scatter: send holds a block of recv's count per rank
+)
+
+// checkBlocks checks the operations where one buffer holds nranks blocks
+// of the other's count (see gathers and scatters): in place when the other
+// buffer is this rank's block, as layout says. where is "" or onTheRoot.
+func (c *Communicator) checkBlocks(op string, s, r *Buffer, gather bool, where, layout string) error {
+	if err := c.checkPair(op, s, r); err != nil {
+		return err
+	}
+	n := c.nranks
+	whole, block := s, r
+	if gather {
+		whole, block = r, s
+	}
+	if whole.Count%n != 0 || whole.Count/n != block.Count {
+		if gather {
+			return argErr(op, "recv", "%d elements%s, need exactly nranks*send.Count = %d*%d", r.Count, where, n, s.Count)
+		}
+		return argErr(op, "send", "%d elements%s, need exactly nranks*recv.Count = %d*%d", s.Count, where, n, r.Count)
+	}
+	return checkAlias(op, s, r, block.Ptr == whole.Ptr+uintptr(c.rank)*uintptr(block.Bytes()), layout)
 }
 
 // checkRank checks a root or peer.

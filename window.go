@@ -53,16 +53,19 @@ func (noWindowError) Is(target error) bool {
 // its methods return an error wrapping ErrInProgress; afterwards they use
 // the window, or return an error wrapping ErrNoWindow if NCCL made none.
 type Window struct {
-	c     *Communicator
-	ptr   uintptr   // the ncclComm_t it belongs to
-	cell  capi.Cell // where NCCL writes the ncclWindow_t, possibly later
-	buf   Buffer
-	flags WindowFlag
-	comp  completion
-	// guarded by c.mu
-	state  resState
-	handle uintptr
-	err    error // why there is no window
+	asyncRes
+	cell   capi.Cell // where NCCL writes the ncclWindow_t, possibly later
+	buf    Buffer
+	flags  WindowFlag
+	handle uintptr // guarded by c.mu
+}
+
+var windowKind = asyncKind{
+	what:     "window",
+	creation: "the window's registration",
+	inGroup:  "the window is registered in a group",
+	closeOp:  "Window.Close",
+	destroy:  "ncclCommWindowDeregister",
 }
 
 // RegisterWindow registers b as this rank's part of a window
@@ -78,9 +81,11 @@ func (c *Communicator) RegisterWindow(b Buffer, flags WindowFlag) (*Window, erro
 	return c.RegisterWindowContext(plain, b, flags)
 }
 
-// RegisterWindowContext is RegisterWindow whose wait for the other ranks
-// (blocking communicators) is bounded by ctx: when ctx ends first, the
-// communicator is aborted.
+// RegisterWindowContext is RegisterWindow (ncclCommWindowRegister)
+// completed within ctx: it waits for the window even on a non-blocking
+// communicator (outside a group), which is aborted if ctx ends first (a
+// blocking one waits inside NCCL: see the package documentation).
+// Collective. NCCL 2.27.3.
 func (c *Communicator) RegisterWindowContext(ctx context.Context, b Buffer, flags WindowFlag) (*Window, error) {
 	const op = "RegisterWindow"
 	if flags&^(WindowCollSymmetric|WindowStrictOrdering) != 0 {
@@ -99,20 +104,10 @@ func (c *Communicator) RegisterWindowContext(ctx context.Context, b Buffer, flag
 	if flags&WindowStrictOrdering != 0 && r < 22907 {
 		return nil, &UnsupportedError{Func: "NCCL_WIN_STRICT_ORDERING", Since: 22907, Loaded: r}
 	}
-	if err := c.prepare(op); err != nil {
-		return nil, err
-	}
 	for {
-		ptr, err := c.lockLive(op)
+		ptr, err := c.lockPrepared(op)
 		if err != nil {
 			return nil, err
-		}
-		if c.coll.ptr != ptr || !c.identity {
-			c.mu.Unlock()
-			if err := c.prepare(op); err != nil {
-				return nil, err
-			}
-			continue
 		}
 		if err := c.checkBuf(op, "buf", b); err != nil {
 			c.mu.Unlock()
@@ -137,41 +132,14 @@ func (c *Communicator) RegisterWindowContext(ctx context.Context, b Buffer, flag
 			cell.Free() // NCCL queued nothing that would write it
 			return nil, statusErr(op, "ncclCommWindowRegister", st)
 		}
-		w := &Window{c: c, ptr: ptr, cell: cell, buf: b, flags: flags, comp: c.completionLocked(st)}
-		c.trackLocked(w)
-		c.life.pendingRes++
-		w.settleLocked()
-		blocking := c.blocking
-		c.mu.Unlock()
-		return w.finishCreate(ctx, op, blocking)
-	}
-}
-
-// finishCreate waits for a blocking communicator's window outside a group
-// and turns a missing or failed window into an error.
-func (w *Window) finishCreate(ctx context.Context, op string, blocking bool) (*Window, error) {
-	c := w.c
-	var waitErr error
-	if completes(ctx, blocking) && !w.comp.inGroup {
-		waitErr = c.wait(ctx, op)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w.settleLocked()
-	switch w.state {
-	case resReady, resPending:
-		if waitErr != nil {
-			// The communicator broke (it stays tracked: Abort closes it) or
-			// was aborted because ctx ended.
-			return nil, waitErr
+		w := &Window{
+			asyncRes: asyncRes{c: c, ptr: ptr, kind: &windowKind, comp: c.completionLocked(st)},
+			cell:     cell, buf: b, flags: flags,
 		}
-		return w, nil // pending: non-blocking, or in a group: known later
-	case resClosed: // the communicator was aborted (ctx ended)
-		return nil, waitErr
+		blocking := c.startLocked(w)
+		c.mu.Unlock()
+		return finishCreate(ctx, op, blocking, w)
 	}
-	err := w.err
-	w.finishCloseLocked()
-	return nil, err
 }
 
 // noWindowErr says why NCCL made no window.
@@ -211,40 +179,13 @@ func (w *Window) settleLocked() {
 	}
 }
 
-// setStateLocked moves the window to state s (c.mu held).
-func (w *Window) setStateLocked(s resState) {
-	if w.state == resPending && s != resPending {
-		w.c.life.pendingRes--
-	}
-	w.state = s
-}
-
-// readyLocked returns nil when the window can be used (c.mu held).
-func (w *Window) readyLocked(op string) error {
-	w.settleLocked()
-	switch w.state {
-	case resReady:
-		return nil
-	case resPending:
-		return pendingErr(op, "the window's registration")
-	case resNone, resFailed:
-		return fmt.Errorf("nccl: %s: %w", op, w.err)
-	}
-	return closedErr(op, "window")
-}
-
 // lock locks the window's communicator and checks the window is usable;
 // it returns with mu held only on success.
 func (w *Window) lock(op string) error {
 	if w == nil || w.c == nil {
 		return closedErr(op, "window")
 	}
-	w.c.mu.Lock()
-	if err := w.readyLocked(op); err != nil {
-		w.c.mu.Unlock()
-		return err
-	}
-	return nil
+	return lockReady(w, op)
 }
 
 // Handle is the ncclWindow_t, valid until Close.
@@ -433,83 +374,25 @@ func (w *Window) MultimemPointer(offsetBytes uint64) (uintptr, error) {
 // Close after the communicator's Destroy or Abort (which closed it),
 // returns nil. Not collective. NCCL 2.27.3.
 func (w *Window) Close() error {
-	const op = "Window.Close"
 	if w == nil || w.c == nil {
 		return nil
 	}
-	c := w.c
-	for {
-		c.mu.Lock()
-		if w.state == resClosed {
-			c.mu.Unlock()
-			return nil
-		}
-		w.settleLocked()
-		switch w.state {
-		case resPending:
-			open := c.groupOpenLocked(w.comp)
-			c.mu.Unlock()
-			if open {
-				return fmt.Errorf("nccl: %s: the window is registered in a group that has not ended: close it after the group: %w", op, ErrInvalidUsage)
-			}
-			if err := c.wait(context.Background(), op); err != nil {
-				return err
-			}
-			continue
-		case resReady:
-			st := capi.CommWindowDeregister(c.ptr, w.handle)
-			if st.Code == capi.Pending {
-				c.mu.Unlock()
-				if err := c.wait(context.Background(), op); err != nil {
-					return err
-				}
-				continue
-			}
-			w.finishCloseLocked()
-			c.mu.Unlock()
-			return statusErr(op, "ncclCommWindowDeregister", st)
-		}
-		w.finishCloseLocked()
-		c.mu.Unlock()
-		return nil
-	}
-}
-
-// finishCloseLocked marks the window closed and frees its cell (NCCL no
-// longer writes it) (c.mu held).
-func (w *Window) finishCloseLocked() {
-	w.setStateLocked(resClosed)
-	w.cell.Free()
-	w.c.untrackLocked(w)
+	return closeAsync(w)
 }
 
 // closeLocked is Close for Destroy and Abort (c.mu held).
-func (w *Window) closeLocked() error {
-	if w.state == resClosed {
-		return nil
-	}
-	c := w.c
-	w.settleLocked()
-	state := w.state
-	w.setStateLocked(resClosed)
-	switch state {
-	case resPending:
-		// NCCL may still write the cell: free it once the communicator is gone.
-		c.life.deferred = append(c.life.deferred, w.cell.Free)
-		return nil
-	case resReady:
-		var st capi.Status
-		if c.ptr == w.ptr {
-			st = capi.CommWindowDeregister(c.ptr, w.handle)
-		}
-		w.cell.Free()
-		if st.Code == capi.Pending {
-			return nil // busy: NCCL frees its windows with the communicator
-		}
-		return statusErr("Window.Close", "ncclCommWindowDeregister", st)
+func (w *Window) closeLocked() error { return closeAsyncLocked(w) }
+
+func (w *Window) async() *asyncRes { return &w.asyncRes }
+
+func (w *Window) destroyLocked() capi.Status { return capi.CommWindowDeregister(w.c.ptr, w.handle) }
+
+func (w *Window) freeLocked(later bool) {
+	if later {
+		w.c.life.deferred = append(w.c.life.deferred, w.cell.Free)
+		return
 	}
 	w.cell.Free()
-	return nil
 }
 
 // requireFunc returns the loaded release, or ErrUnsupported when the loaded

@@ -81,6 +81,7 @@ type Error struct {
 	Detail string // the driver's description of the code
 }
 
+// Error reads "cuda: Alloc: CUDA_ERROR_OUT_OF_MEMORY: out of memory".
 func (e *Error) Error() string {
 	if e.Detail != "" {
 		return fmt.Sprintf("cuda: %s: %s: %s", e.Op, e.Code, e.Detail)
@@ -110,21 +111,27 @@ type UnsupportedError struct {
 	Func string // the C function, e.g. "cuDeviceGetUuid_v2"
 }
 
+// Error names the function and the driver library that lacks it.
 func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("cuda: %s: not exported by the loaded driver (%s)", e.Func, capi.CUDAPath())
 }
 
+// Is matches ErrUnsupported and errors.ErrUnsupported.
 func (e *UnsupportedError) Is(target error) bool {
 	return target == ErrUnsupported || target == errors.ErrUnsupported
 }
 
 // ArgError is an argument this package rejects before calling the driver.
 type ArgError struct {
-	Op, Arg, Reason string
+	Op     string // the package operation, e.g. "Alloc"
+	Arg    string // the argument, e.g. "n"
+	Reason string // what is wrong with it
 }
 
+// Error reads "cuda: Alloc: n: 0 elements: need at least 1".
 func (e *ArgError) Error() string { return fmt.Sprintf("cuda: %s: %s: %s", e.Op, e.Arg, e.Reason) }
 
+// Is matches ErrInvalidValue.
 func (e *ArgError) Is(target error) bool { return target == ErrInvalidValue }
 
 // check turns a driver result into an error. fn names the C function for the

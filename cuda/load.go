@@ -86,6 +86,16 @@ func (e *LoadError) Is(target error) bool { return target == ErrLibraryNotFound 
 // ensure loads the default library on first use and reports whether the
 // driver is usable (loaded and initialized).
 func ensure() error {
+	loadErr, initErr := ensureLoaded()
+	if loadErr != nil {
+		return loadErr
+	}
+	return initErr
+}
+
+// ensureLoaded loads the default library on first use; loadErr says why no
+// driver library is loaded, initErr why cuInit failed.
+func ensureLoaded() (loadErr, initErr error) {
 	lib.Lock()
 	defer lib.Unlock()
 	if !lib.done {
@@ -95,10 +105,7 @@ func ensure() error {
 		}
 		loadLocked([]string{candidate})
 	}
-	if lib.err != nil {
-		return lib.err
-	}
-	return lib.initErr
+	return lib.err, lib.initErr
 }
 
 // Available reports whether a CUDA driver is loaded and initialized, and if
@@ -115,7 +122,7 @@ func LibraryPath() (string, error) {
 
 // DriverVersion is the CUDA version the driver supports, e.g. 13000 for 13.0.
 func DriverVersion() (int, error) {
-	if err := ensure(); err != nil && lib.err != nil {
+	if err, _ := ensureLoaded(); err != nil {
 		return 0, err
 	}
 	v, r := capi.CuDriverGetVersion()

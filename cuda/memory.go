@@ -106,10 +106,14 @@ func (s Slice[T]) Device() Device {
 }
 
 // Err reports whether the slice can be used: nil, or an error wrapping
-// ErrClosed after Free, or ErrInvalidValue for the zero Slice.
+// ErrClosed after Free, or ErrInvalidValue for the zero Slice and for a
+// negative length given to Wrap.
 func (s Slice[T]) Err() error {
 	if s.a == nil {
 		return &ArgError{Op: "Slice", Arg: "slice", Reason: "zero Slice: no memory"}
+	}
+	if s.n < 0 {
+		return &ArgError{Op: "Slice", Arg: "slice", Reason: fmt.Sprintf("%d elements: negative length", s.n)}
 	}
 	if s.a.freed.Load() {
 		return closedError("Slice", "memory freed")
@@ -212,6 +216,9 @@ func (s Slice[T]) CopyToHost(dst []T) error {
 
 // ToHost copies the device memory into a new slice.
 func (s Slice[T]) ToHost() ([]T, error) {
+	if s.n < 0 {
+		return nil, fmt.Errorf("cuda: ToHost: %w", s.Err())
+	}
 	h := make([]T, s.n)
 	return h, s.CopyToHost(h)
 }

@@ -267,5 +267,13 @@ func TestMemoryErrors(t *testing.T) {
 		if err := bogus.Memset(0); !errors.Is(err, cuda.ErrInvalidValue) {
 			t.Errorf("Memset of a bogus address: %v", err)
 		}
+		// A negative length given to Wrap makes a Slice every use rejects.
+		neg := cuda.Wrap[int32](0x1000, -1, 0)
+		if got, err := neg.ToHost(); got != nil || !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("ToHost of a negative length: %v, %v", got, err)
+		}
+		if err := neg.Memset(0); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("Memset of a negative length: %v", err)
+		}
 	})
 }

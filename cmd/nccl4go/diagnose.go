@@ -177,6 +177,7 @@ type labeled struct {
 	*problem
 }
 
+// Error lists each problem and its fix, one a line.
 func (e *missingError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cannot %s:", e.what)
@@ -196,7 +197,10 @@ type condensed struct {
 	msg string
 }
 
+// Error is the condensed message.
 func (c *condensed) Error() string { return c.msg }
+
+// Unwrap is the original error.
 func (c *condensed) Unwrap() error { return c.err }
 
 // condense drops the lines of err's message that repeat another line or

@@ -71,6 +71,7 @@ type usageError struct {
 	usage func(w io.Writer)
 }
 
+// Error is the message, without the help.
 func (e *usageError) Error() string { return e.msg }
 
 // run is the whole program: it parses args (without the program name) and

@@ -205,6 +205,7 @@ func printProbe(w io.Writer, rep probeReport) error {
 // deviceList is the -devices flag: "0,1,3".
 type deviceList struct{ list []int }
 
+// String is the list as given, "0,1,3" (flag.Value).
 func (d *deviceList) String() string {
 	if d == nil || d.list == nil {
 		return ""
@@ -216,6 +217,7 @@ func (d *deviceList) String() string {
 	return strings.Join(s, ",")
 }
 
+// Set parses "0,1,3" (flag.Value).
 func (d *deviceList) Set(s string) error {
 	var list []int
 	for _, f := range strings.Split(s, ",") {

@@ -27,7 +27,9 @@ import (
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	comms, err := nccl.InitAllContext(ctx, nil, nil) // nil: every visible GPU
+	// nil devices: every visible GPU. Non-blocking, so that the timeout can
+	// end an init that never completes (a blocking one waits inside NCCL).
+	comms, err := nccl.InitAllContext(ctx, nil, &nccl.Config{Blocking: nccl.Ptr(false)})
 	if err != nil {
 		log.Fatal(err)
 	}

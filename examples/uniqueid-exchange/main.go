@@ -56,7 +56,9 @@ func main() {
 		log.Fatalf("rank %d: %v", *rank, err)
 	}
 
-	c, err := nccl.InitContext(ctx, *nranks, *rank, id, &nccl.Config{Device: device})
+	// Non-blocking, so that -timeout can end an init whose peers never come
+	// (a blocking init waits inside NCCL, where a context cannot reach).
+	c, err := nccl.InitContext(ctx, *nranks, *rank, id, &nccl.Config{Device: device, Blocking: nccl.Ptr(false)})
 	if err != nil {
 		log.Fatalf("rank %d: %v", *rank, err)
 	}
