@@ -298,6 +298,29 @@ func TestFloat8ReductionNeedsSM90(t *testing.T) {
 	}, "FAKE_CUDA_CC=80")
 }
 
+// NCCL's one-rank path has no fp8 kernel for Avg or PreMulSum: the binding
+// refuses them on a one-rank communicator, and lets Sum through.
+func TestFloat8ScalingOpsOnOneRank(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, cuda.Float8E4M3From(1.5), cuda.Float8E4M3From(-2))
+		pre, err := nccl.PreMulSum(c, cuda.Float8E4M3From(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range []nccl.RedOp{nccl.Avg, pre.Op()} {
+			err := c.AllReduce(b, b, op, cuda.Stream{})
+			if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "one-rank") {
+				t.Errorf("fp8 AllReduce %v on one rank: %v, want ErrUnsupported naming the one-rank path", op, err)
+			}
+		}
+		noNCCLCall(t, "ncclAllReduce")
+		if err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Errorf("fp8 Sum on one rank: %v", err)
+		}
+	})
+}
+
 func TestFloat8NeedsNCCL2243(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 22304}, func(t *testing.T) {
 		c := collComm(t, 1, 0, 0)

@@ -283,7 +283,9 @@ func deviceContext(op string, dev int) (uintptr, error) {
 // (several GPUs driven from one process): rank i runs on devices[i]. nil
 // means every visible device. A device may appear twice only where the
 // loaded NCCL lets ranks share a GPU (2.30.3 and later, with
-// NCCL_MULTI_RANK_GPU_ENABLE=1). Destroy each communicator when done.
+// NCCL_MULTI_RANK_GPU_ENABLE=1); ranks sharing a GPU must then run their
+// operations on distinct streams, or their kernels wait for each other
+// forever. Destroy each communicator when done.
 // Collective over the ranks it creates, all in this process. NCCL 2.14.3
 // (built on ncclCommInitRankConfig in a group, as ncclCommInitAll is, so
 // that it takes a config and a context can bound it).

@@ -269,6 +269,25 @@ func (c *Communicator) checkOp(op string, o RedOp, t DataType) error {
 			return fmt.Errorf("nccl: %s: %s reductions need a GPU of compute capability 9.0 or newer; cuda:%d is %d.%d: %w",
 				op, t, c.dev, c.coll.cc/10, c.coll.cc%10, ErrUnsupported)
 		}
+		// NCCL's one-rank path picks its fp8 scaling kernels under
+		// __CUDA_ARCH__ >= 900 in host code, where that is never defined
+		// (src/device/onerank.cu, 2.19 through 2.30.7): a one-rank
+		// communicator refuses fp8 Avg and PreMulSum.
+		if c.nranks == 1 && (o == Avg || o >= numBuiltinOps) {
+			return fmt.Errorf("nccl: %s: %s with %s on a one-rank communicator: NCCL's one-rank path has no fp8 kernel for scaling operators (src/device/onerank.cu): %w",
+				op, t, opName(o), ErrUnsupported)
+		}
 	}
 	return nil
+}
+
+// opName is "Avg", "PreMulSum" or the operator's C name.
+func opName(o RedOp) string {
+	switch {
+	case o == Avg:
+		return "Avg"
+	case o >= numBuiltinOps:
+		return "PreMulSum"
+	}
+	return o.String()
 }
