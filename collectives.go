@@ -195,7 +195,7 @@ func (c *Communicator) run(a *collCall) error {
 		if st.Code == 0 {
 			return nil
 		}
-		if retry, err := c.afterCall(name.op, name.fn, st, blocking); !retry {
+		if retry, err := c.afterCall(plain, name.op, name.fn, st, blocking); !retry {
 			return err
 		}
 	}
@@ -205,16 +205,18 @@ func (c *Communicator) run(a *collCall) error {
 // communicator was busy (wait, then call again), NCCL reports the call in
 // progress (a blocking communicator waits for it outside a group), or it
 // failed.
-func (c *Communicator) afterCall(op, fn string, st capi.Status, blocking bool) (retry bool, err error) {
+func (c *Communicator) afterCall(ctx context.Context, op, fn string, st capi.Status, blocking bool) (retry bool, err error) {
 	switch {
+	case st.Code == 0:
+		return false, nil
 	case st.Code == capi.Pending:
-		if err := c.wait(context.Background(), op); err != nil {
+		if err := c.wait(ctx, op); err != nil {
 			return false, err
 		}
 		return true, nil
 	case Result(st.Code) == InProgress:
-		if blocking && capi.GroupDepth() == 0 {
-			return false, c.wait(context.Background(), op)
+		if completes(ctx, blocking) && capi.GroupDepth() == 0 {
+			return false, c.wait(ctx, op)
 		}
 		return false, nil
 	}

@@ -195,7 +195,7 @@ func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank i
 		return err
 	}
 	dev := cfg.device(0)
-	cctx, err := deviceContext(op, dev)
+	cctx, err := deviceContext(op, "Config.Device", dev)
 	if err != nil {
 		return err
 	}
@@ -270,11 +270,12 @@ func (c *Communicator) adoptLocked(ptr uintptr, dev int, blocking bool) {
 	c.watchLeak()
 }
 
-// deviceContext is the primary context of device dev, or an ArgError.
-func deviceContext(op string, dev int) (uintptr, error) {
+// deviceContext is the primary context of device dev, or an ArgError on
+// the argument arg.
+func deviceContext(op, arg string, dev int) (uintptr, error) {
 	ctx, err := cuda.Device(dev).PrimaryContext()
 	if err != nil {
-		return 0, &ArgError{Op: op, Arg: "Config.Device", Reason: fmt.Sprintf("device %d: %v", dev, err), Err: err}
+		return 0, &ArgError{Op: op, Arg: arg, Reason: fmt.Sprintf("device %d: %v", dev, err), Err: err}
 	}
 	return ctx.Handle(), nil
 }
@@ -331,7 +332,7 @@ func InitAllContext(ctx context.Context, devices []int, cfg *Config) ([]*Communi
 	}
 	ctxs := make([]uintptr, len(devices))
 	for i, d := range devices {
-		if ctxs[i], err = deviceContext(op, d); err != nil {
+		if ctxs[i], err = deviceContext(op, "Config.Device", d); err != nil {
 			return nil, err
 		}
 	}

@@ -711,7 +711,7 @@ func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID
 		}
 		dev = cfg.device(0)
 	}
-	cctx, err := deviceContext(op, dev)
+	cctx, err := deviceContext(op, "Config.Device", dev)
 	if err != nil {
 		return nil, err
 	}

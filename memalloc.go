@@ -42,13 +42,13 @@ func memAlloc(op string, dev cuda.Device, bytes uint64) (uintptr, error) {
 	if _, err := loaded(); err != nil {
 		return 0, err
 	}
-	ctx, err := dev.PrimaryContext()
+	ctx, err := deviceContext(op, "dev", int(dev))
 	if err != nil {
-		return 0, &ArgError{Op: op, Arg: "dev", Reason: fmt.Sprintf("%v: %v", dev, err), Err: err}
+		return 0, err
 	}
 	// ncclMemAlloc allocates on the current device: the shim makes dev's
 	// primary context current for the call.
-	p, st := capi.MemAlloc(ctx.Handle(), bytes)
+	p, st := capi.MemAlloc(ctx, bytes)
 	if err := statusErr(op, "ncclMemAlloc", st); err != nil {
 		return 0, fmt.Errorf("%w (%d bytes on %v)", err, bytes, dev)
 	}

@@ -173,18 +173,6 @@ func unsupported(fn string) error {
 	return &UnsupportedError{Func: fn, Since: since, Loaded: r}
 }
 
-// require returns an UnsupportedError when the loaded release is older than since.
-func require(feature string, since Release) error {
-	r, err := loaded()
-	if err != nil {
-		return err
-	}
-	if r < since {
-		return &UnsupportedError{Func: feature, Since: since, Loaded: r}
-	}
-	return nil
-}
-
 // deviceAPIVersion is the version the binding declares in device-API
 // structs (properties, requirements): min(ABIRelease, loaded).
 func deviceAPIVersion(loaded Release) Release { return min(loaded, ABIRelease) }

@@ -115,7 +115,7 @@ func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, call func(comm, str
 		case st.Code == 0:
 			return nil
 		}
-		if retry, err := c.afterCall(op, fn, st, blocking); !retry {
+		if retry, err := c.afterCall(plain, op, fn, st, blocking); !retry {
 			return err
 		}
 	}

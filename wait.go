@@ -39,21 +39,9 @@ func (c *Communicator) call(ctx context.Context, op, fn string, f func(uintptr) 
 		st := f(ptr)
 		blocking := c.blocking
 		c.mu.Unlock()
-		switch {
-		case st.Code == 0:
-			return nil
-		case st.Code == capi.Pending:
-			if err := c.wait(ctx, op); err != nil {
-				return err
-			}
-			continue
-		case Result(st.Code) == InProgress:
-			if completes(ctx, blocking) && capi.GroupDepth() == 0 {
-				return c.wait(ctx, op)
-			}
-			return nil
+		if retry, err := c.afterCall(ctx, op, fn, st, blocking); !retry {
+			return err
 		}
-		return statusErr(op, fn, st)
 	}
 }
 

@@ -80,11 +80,9 @@ func NCCLPath() string { return goString(C.capi_nccl_path()) }
 // CUDAPath is the file the loaded CUDA driver came from, or "".
 func CUDAPath() string { return goString(C.capi_cuda_path()) }
 
-// UnloadNCCL closes NCCL so that another library can be loaded. Tests only.
+// UnloadNCCL closes NCCL again, for a library the loader rejects after
+// opening it (not NCCL, too old).
 func UnloadNCCL() { C.capi_nccl_unload() }
-
-// UnloadCUDA closes the CUDA driver. Tests only.
-func UnloadCUDA() { C.capi_cuda_unload() }
 
 func goString(p *C.char) string {
 	if p == nil {
@@ -145,11 +143,6 @@ func GetLastError() string {
 // NCCL: communicator creation. ctx is the CUDA context made current for the
 // call (NCCL binds the new rank to the current device).
 
-func CommInitRank(ctx uintptr, out Cell, nranks int, id *[128]byte, rank int) Status {
-	return status(C.capi_ncclCommInitRank(C.uintptr_t(ctx), out.c(), C.int(nranks),
-		(*C.capi_unique_id)(unsafe.Pointer(id)), C.int(rank)))
-}
-
 func CommInitRankConfig(ctx uintptr, out Cell, nranks int, id *[128]byte, rank int, cfg *Config) Status {
 	return status(C.capi_ncclCommInitRankConfig(C.uintptr_t(ctx), out.c(), C.int(nranks),
 		(*C.capi_unique_id)(unsafe.Pointer(id)), C.int(rank), cfg.c()))
@@ -162,15 +155,6 @@ func CommInitRankScalable(ctx uintptr, out Cell, nranks, rank int, ids [][128]by
 	}
 	return status(C.capi_ncclCommInitRankScalable(C.uintptr_t(ctx), out.c(), C.int(nranks), C.int(rank),
 		C.int(len(ids)), p, cfg.c()))
-}
-
-// CommInitAll creates len(devs) communicators; comms must have that length.
-func CommInitAll(comms []uintptr, devs []int32) Status {
-	if len(comms) == 0 || len(comms) != len(devs) {
-		return Status{Code: 4, Detail: "capi: CommInitAll needs one communicator slot per device"}
-	}
-	return status(C.capi_ncclCommInitAll((*C.uintptr_t)(unsafe.Pointer(&comms[0])), C.int(len(devs)),
-		(*C.int)(unsafe.Pointer(&devs[0]))))
 }
 
 func CommSplit(comm uintptr, color, key int, out Cell, cfg *Config) Status {
@@ -539,22 +523,6 @@ func CuDevicePrimaryCtxRetain(dev int) (uintptr, int32) {
 	return uintptr(ctx), int32(r)
 }
 
-func CuDevicePrimaryCtxRelease(dev int) int32 {
-	return int32(C.capi_cuDevicePrimaryCtxRelease_v2(0, C.int(dev)))
-}
-
-func CuCtxGetCurrent() (uintptr, int32) {
-	var ctx C.uintptr_t
-	r := C.capi_cuCtxGetCurrent(0, &ctx)
-	return uintptr(ctx), int32(r)
-}
-
-func CuCtxGetDevice(ctx uintptr) (int, int32) {
-	var v C.int
-	r := C.capi_cuCtxGetDevice(C.uintptr_t(ctx), &v)
-	return int(v), int32(r)
-}
-
 func CuCtxSynchronize(ctx uintptr) int32 { return int32(C.capi_cuCtxSynchronize(C.uintptr_t(ctx))) }
 
 func CuMemGetInfo(ctx uintptr) (free, total uint64, r int32) {
@@ -664,20 +632,10 @@ func CuPointerGetAttributeInt(attr int, p uintptr) (int, int32) {
 	return int(v), int32(r)
 }
 
-// CuPointerGetAttributeUintptr reads a pointer-sized attribute of a device address.
-func CuPointerGetAttributeUintptr(attr int, p uintptr) (uintptr, int32) {
-	var v C.uintptr_t
-	r := C.capi_cuPointerGetAttribute(0, unsafe.Pointer(&v), C.int(attr), C.uintptr_t(p))
-	return uintptr(v), int32(r)
-}
-
 // NonBlockingAdd counts communicators NCCL runs non-blocking (delta +1 when
 // one is adopted, -1 when it is released): while none is alive, gated
 // calls skip their readiness check.
 func NonBlockingAdd(delta int) { C.capi_nonblocking_add(C.int(delta)) }
-
-// NonBlockingCount is the current count.
-func NonBlockingCount() int { return int(C.capi_nonblocking_count()) }
 
 // GroupDepth is the calling thread's group nesting depth as the shim counts it.
 func GroupDepth() int { return int(C.capi_group_depth()) }

@@ -137,14 +137,6 @@ int capi_cuda_loaded(void) { return cuda_handle != NULL; }
 
 const char *capi_cuda_path(void) { return lib_path(cuda_syms[CAPI_CU_cuDriverGetVersion]); }
 
-void capi_cuda_unload(void) {
-	if (cuda_handle) {
-		memset(cuda_syms, 0, sizeof cuda_syms);
-		dlclose(cuda_handle);
-		cuda_handle = NULL;
-	}
-}
-
 // ---------------------------------------------------------------------------
 // Status helpers.
 
@@ -236,8 +228,6 @@ static void group_account(int sym, int code) {
 static int nonblocking_live;
 
 void capi_nonblocking_add(int delta) { __atomic_add_fetch(&nonblocking_live, delta, __ATOMIC_RELAXED); }
-
-int capi_nonblocking_count(void) { return __atomic_load_n(&nonblocking_live, __ATOMIC_RELAXED); }
 
 // gate_check returns CAPI_PENDING while comm's previous operation is in
 // progress, else 0; inside a group it records comm.
@@ -383,15 +373,6 @@ static capi_status ctx_failure(int curesult) {
 		}                                                               \
 		return st_;                                                     \
 	} while (0)
-
-capi_status capi_ncclCommInitRank(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank) {
-	typedef int (*fn_t)(void **, int, capi_unique_id, int);
-	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommInitRank];
-	if (!f) {
-		return missing_nccl();
-	}
-	CAPI_WITH_CTX_TRACK(ctx, f((void **)comm, nranks, *id, rank), comm);
-}
 
 capi_status capi_ncclCommInitRankConfig(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank,
 					capi_config_v23007 *config) {

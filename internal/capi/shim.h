@@ -323,10 +323,8 @@ const char *capi_nccl_path(void);
 int capi_cuda_load(const char *path, char *err, size_t errlen);
 int capi_cuda_loaded(void);
 const char *capi_cuda_path(void);
-// Test hooks: close the libraries so that another can be loaded. Only for
-// the fake libraries of the tests.
+// Closes NCCL again (a library the loader rejects after opening it).
 void capi_nccl_unload(void);
-void capi_cuda_unload(void);
 
 // ---------------------------------------------------------------------------
 // NCCL trampolines.
@@ -343,7 +341,6 @@ int capi_group_depth(void);
 // The gate asks NCCL for a communicator's state only while communicators
 // that NCCL runs non-blocking are alive; the Go side counts them here.
 void capi_nonblocking_add(int delta);
-int capi_nonblocking_count(void);
 int capi_group_take(uintptr_t *out, int max);
 
 const char *capi_ncclGetErrorString(int result);
@@ -352,7 +349,6 @@ char *capi_ncclGetLastError(void);
 // The InitRank family, grow of a new rank and ncclMemAlloc bind to the
 // calling thread's current device: they make ctx current, call, and restore
 // the thread's previous context, all in one C call.
-capi_status capi_ncclCommInitRank(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank);
 capi_status capi_ncclCommInitRankConfig(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank,
 					capi_config_v23007 *config);
 capi_status capi_ncclCommInitRankScalable(uintptr_t ctx, uintptr_t *comm, int nranks, int rank, int nids,
