@@ -2,6 +2,7 @@ package nccl_test
 
 import (
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 // GPU), from Go through the binding ("go") and from a loop written in C
 // inside the shim ("c"), which calls ncclAllReduce directly. "compare" runs
 // both in one benchmark and reports go-ns/op, c-ns/op and their
-// difference, diff-ns/op (the target: at most 100). allocs/op must be 0
+// difference, diff-ns/op (the target: at most 100), each the median over
+// paired rounds; "cgo-floor" is one bare cgo call. allocs/op must be 0
 // and cgo-calls/op 1.
 func BenchmarkAllReduceHostPath(b *testing.B) {
 	gputest.Require(b)
@@ -77,32 +79,65 @@ func BenchmarkAllReduceHostPath(b *testing.B) {
 	})
 	b.Run("compare", func(b *testing.B) {
 		b.ReportAllocs()
-		// Alternate the two loops in rounds, so that both see the same
-		// state of the machine, and sync between rounds so that the
-		// stream's queue never fills.
+		// Paired rounds: each round runs both loops back to back, Go
+		// first in even rounds and C first in odd ones (so that neither
+		// always follows the stream sync), and syncs between rounds so
+		// that the stream's queue never fills. The figures are medians
+		// over rounds: a shared machine's stalls hit single rounds.
 		const round = 10000
-		var goTime, cTime time.Duration
+		var goNs, cNs, diffNs []float64
 		done := 0
 		for done < b.N {
 			n := min(round, b.N-done)
-			t0 := time.Now()
-			goLoop(n)
-			t1 := time.Now()
-			cLoop(n)
-			t2 := time.Now()
+			var tg, tc time.Duration
+			if len(goNs)%2 == 0 {
+				t0 := time.Now()
+				goLoop(n)
+				t1 := time.Now()
+				cLoop(n)
+				tg, tc = t1.Sub(t0), time.Since(t1)
+			} else {
+				t0 := time.Now()
+				cLoop(n)
+				t1 := time.Now()
+				goLoop(n)
+				tc, tg = t1.Sub(t0), time.Since(t1)
+			}
 			b.StopTimer()
 			sync()
+			g, c := float64(tg.Nanoseconds())/float64(n), float64(tc.Nanoseconds())/float64(n)
+			goNs, cNs, diffNs = append(goNs, g), append(cNs, c), append(diffNs, g-c)
 			b.StartTimer()
-			goTime += t1.Sub(t0)
-			cTime += t2.Sub(t1)
 			done += n
 		}
-		goNs := float64(goTime.Nanoseconds()) / float64(b.N)
-		cNs := float64(cTime.Nanoseconds()) / float64(b.N)
-		b.ReportMetric(goNs, "go-ns/op")
-		b.ReportMetric(cNs, "c-ns/op")
-		b.ReportMetric(goNs-cNs, "diff-ns/op")
+		b.ReportMetric(median(goNs), "go-ns/op")
+		b.ReportMetric(median(cNs), "c-ns/op")
+		b.ReportMetric(median(diffNs), "diff-ns/op")
+		b.ReportMetric(float64(len(diffNs)), "rounds")
 	})
+	// The floor under any binding: one cgo call to a C function that
+	// returns a thread-local int.
+	b.Run("cgo-floor", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if capi.GroupDepth() != 0 {
+				b.Fatal("in a group")
+			}
+		}
+	})
+}
+
+// median returns the median of xs, reordering them.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	m := len(xs) / 2
+	if len(xs)%2 == 1 {
+		return xs[m]
+	}
+	return (xs[m-1] + xs[m]) / 2
 }
 
 // BenchmarkAllReduceTwoRanks is the host path of a small all-reduce over two
