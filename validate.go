@@ -139,9 +139,20 @@ func (c *Communicator) checkBuf(op, arg string, b Buffer) error { return c.check
 
 // checkBufP is checkBuf without copying the buffer, for the hot path.
 func (c *Communicator) checkBufP(op, arg string, b *Buffer) error {
-	if !b.freed && b.Ptr != 0 && b.Count > 0 && b.Device == c.dev && b.Type >= 0 && b.Type <= BFloat16 {
-		return nil // the common case, decided inline
+	if c.usable(b) {
+		return nil
 	}
+	return c.badBuf(op, arg, b)
+}
+
+// usable is the common case of checkBufP, decided inline: a live buffer on
+// the communicator's device of a type every supported NCCL has.
+func (c *Communicator) usable(b *Buffer) bool {
+	return !b.freed && b.Ptr != 0 && b.Count > 0 && b.Device == c.dev && uint32(b.Type) <= uint32(BFloat16)
+}
+
+// badBuf is checkBufP's slow path: the reason a buffer is refused, if any.
+func (c *Communicator) badBuf(op, arg string, b *Buffer) error {
 	if r := b.check(c.dev); r != "" {
 		e := &ArgError{Op: op, Arg: arg, Reason: r}
 		if b.freed {
@@ -157,6 +168,9 @@ func (c *Communicator) checkBufP(op, arg string, b *Buffer) error {
 
 // checkPair checks send and recv and that their types match.
 func (c *Communicator) checkPair(op string, s, r *Buffer) error {
+	if c.usable(s) && c.usable(r) && s.Type == r.Type {
+		return nil
+	}
 	if err := c.checkBufP(op, "send", s); err != nil {
 		return err
 	}
@@ -237,10 +251,15 @@ func checkRank(op, arg string, v, n int) error {
 // in-place layout (inPlace reports whether they are in it; layout says what
 // it is, "" when the operation has none).
 func checkAlias(op string, s, r *Buffer, inPlace bool, layout string) error {
-	if s.Ptr >= r.Ptr+uintptr(r.Bytes()) || r.Ptr >= s.Ptr+uintptr(s.Bytes()) {
-		return nil // disjoint
-	}
 	if inPlace {
+		return nil
+	}
+	return checkDisjoint(op, s, r, layout)
+}
+
+// checkDisjoint is checkAlias's slow path, for buffers not in place.
+func checkDisjoint(op string, s, r *Buffer, layout string) error {
+	if s.Ptr >= r.Ptr+uintptr(r.Bytes()) || r.Ptr >= s.Ptr+uintptr(s.Bytes()) {
 		return nil
 	}
 	if layout == "" {
@@ -251,6 +270,14 @@ func checkAlias(op string, s, r *Buffer, inPlace bool, layout string) error {
 
 // checkOp checks a reduction operator for the buffers' type t.
 func (c *Communicator) checkOp(op string, o RedOp, t DataType) error {
+	if uint32(o) < uint32(numBuiltinOps) && uint32(t) < uint32(Float8E4M3) {
+		return nil // the common case, decided inline at the call
+	}
+	return c.checkOpSlow(op, o, t)
+}
+
+// checkOpSlow is checkOp's slow path: custom operators and fp8.
+func (c *Communicator) checkOpSlow(op string, o RedOp, t DataType) error {
 	switch {
 	case o < 0:
 		return argErr(op, "op", "%s: not a reduction operator", o)
