@@ -2,6 +2,7 @@ package nccl_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"runtime"
@@ -293,10 +294,19 @@ func checkProperties(t *testing.T, c *nccl.Communicator, rank, nranks int) {
 	if wide := p.NumLSATeams != nil; wide != (r >= 22907) {
 		t.Errorf("NCCL %s: later fields present = %v", r, wide)
 	}
+	if p.NumLSATeams != nil {
+		if *p.NumLSATeams < 1 || p.HostRMASupport == nil || p.RailedGINType == nil {
+			t.Errorf("NCCL %s: later fields %+v: want at least one LSA team and every field present", r, p)
+		}
+	}
 	if p.GINType.String() == "" || strings.HasPrefix(p.GINType.String(), "UNKNOWN") {
 		t.Errorf("GIN type %v", p.GINType)
 	}
-	t.Logf("rank %d properties: %+v", rank, p)
+	js, err := json.Marshal(p)
+	if err != nil {
+		t.Errorf("properties to JSON: %v", err)
+	}
+	t.Logf("rank %d properties: %s", rank, js)
 }
 
 func TestGPUProperties(t *testing.T) {
