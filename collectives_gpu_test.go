@@ -732,6 +732,60 @@ func TestGPUGroupOverCommunicators(t *testing.T) {
 	}
 }
 
+// One goroutine drives a group over two independent one-rank communicators
+// on GPU 0 (any NCCL release, one GPU): an all-reduce and a self
+// send/receive on each, all in one group.
+func TestGPUGroupOverIndependentCommunicators(t *testing.T) {
+	gputest.Require(t)
+	const n, count = 2, 4096
+	comms := make([]*nccl.Communicator, n)
+	streams := make([]cuda.Stream, n)
+	for i := range n {
+		cs, err := nccl.InitAll([]int{0})
+		if err != nil {
+			t.Fatalf("InitAll([0]) #%d: %v", i, err)
+		}
+		comms[i] = cs[0]
+		defer comms[i].Destroy()
+		s, err := cuda.Device(0).NewStream()
+		must(t, "NewStream", err)
+		defer s.Destroy()
+		streams[i] = s
+	}
+	in := make([][]float32, n)
+	sends := make([]cuda.Slice[float32], n)
+	recvs := make([]cuda.Slice[float32], n)
+	selfs := make([]cuda.Slice[float32], n)
+	for i := range n {
+		in[i] = genInput[float32](11, i, n, count, "sum")
+		sends[i] = upload(t, 0, in[i])
+		recvs[i] = upload(t, 0, make([]float32, count))
+		selfs[i] = upload(t, 0, make([]float32, count))
+	}
+	err := nccl.Group(func() error {
+		var errs []error
+		for i, c := range comms {
+			errs = append(errs,
+				c.AllReduce(nccl.BufferOf(sends[i]), nccl.BufferOf(recvs[i]), nccl.Sum, streams[i]),
+				c.Send(nccl.BufferOf(sends[i]), 0, streams[i]),
+				c.Recv(nccl.BufferOf(selfs[i]), 0, streams[i]))
+		}
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		t.Fatalf("Group: %v", err)
+	}
+	for i := range n {
+		must(t, "Synchronize", streams[i].Synchronize())
+		got, err := recvs[i].ToHost()
+		must(t, "ToHost", err)
+		checkEqual(t, fmt.Sprintf("communicator %d AllReduce", i), got, in[i])
+		got, err = selfs[i].ToHost()
+		must(t, "ToHost", err)
+		checkEqual(t, fmt.Sprintf("communicator %d Recv from self", i), got, in[i])
+	}
+}
+
 // The zero Stream is the legacy default stream; a custom operator is
 // refused once closed, and for another type.
 func TestGPUDefaultStreamAndCustomOpLifetime(t *testing.T) {
