@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/nccl4go/nccl/cuda"
 )
@@ -12,7 +13,8 @@ import (
 // another library (a PyTorch tensor's data_ptr, a CuPy array...). The zero
 // Buffer is "no buffer": pass it where a rank does not use an argument
 // (Broadcast's and Scatter's send off the root, Reduce's and Gather's recv
-// off the root); everywhere else it is refused.
+// off the root); everywhere else it is refused, as is a buffer of more than
+// 2^56 bytes or one that would end past the top of the address space.
 type Buffer struct {
 	Ptr    uintptr  // device address of the first element
 	Count  int      // number of elements
@@ -53,8 +55,17 @@ func (b Buffer) check(dev int) string {
 		return fmt.Sprintf("%d elements: empty", b.Count)
 	case !b.Type.Valid():
 		return fmt.Sprintf("unknown data type %d", int32(b.Type))
+	case uint64(b.Count) > maxBufferBytes/uint64(b.Type.Size()):
+		return fmt.Sprintf("%d elements of %d bytes: larger than any device memory (2^56 bytes)", b.Count, b.Type.Size())
+	case uint64(b.Ptr) > math.MaxUint64-b.Bytes():
+		return fmt.Sprintf("%d bytes at %#x: past the end of the address space", b.Bytes(), b.Ptr)
 	case b.Device != dev:
 		return fmt.Sprintf("on device %d, but the communicator is on device %d", b.Device, dev)
 	}
 	return ""
 }
+
+// maxBufferBytes bounds a buffer's size (2^56 bytes: more than any device
+// has, and below the address space), so that sizes, ends and offsets
+// computed from a count never wrap.
+const maxBufferBytes = 1 << 56

@@ -290,6 +290,7 @@ func TestFloat8ReductionNeedsSM90(t *testing.T) {
 		if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "compute capability 9.0") {
 			t.Errorf("fp8 AllReduce on sm_80: %v, want ErrUnsupported naming compute capability 9.0", err)
 		}
+		wantArgErr(t, err, "AllReduce", "op", "ncclFloat8e4m3")
 		// Moving fp8 data needs no sm_90.
 		if err := c.AllGather(b, b, cuda.Stream{}); err != nil {
 			t.Errorf("fp8 AllGather on sm_80: %v", err)
@@ -313,6 +314,7 @@ func TestFloat8ScalingOpsOnOneRank(t *testing.T) {
 			if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "one-rank") {
 				t.Errorf("fp8 AllReduce %v on one rank: %v, want ErrUnsupported naming the one-rank path", op, err)
 			}
+			wantArgErr(t, err, "AllReduce", "op", "ncclFloat8e4m3")
 		}
 		noNCCLCall(t, "ncclAllReduce")
 		if err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{}); err != nil {
@@ -585,5 +587,30 @@ func TestAllReduceNoAllocations(t *testing.T) {
 		if n := testing.AllocsPerRun(1000, func() { c.AllReduce(b, b, op.Op(), cuda.Stream{}) }); n != 0 {
 			t.Errorf("AllReduce with a CustomOp: %v allocations per call, want 0", n)
 		}
+	})
+}
+
+// Sizes that would wrap: a count whose byte size or end overflows is
+// refused before anything compares addresses (overlapping buffers would
+// otherwise look disjoint).
+func TestBufferSizeOverflow(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		p := collBuf(t, 0, f32s(4)...).Ptr
+		s := nccl.RawBuffer(p, 1<<61, nccl.Float64, 0)
+		r := nccl.RawBuffer(p+8, 1<<61, nccl.Float64, 0)
+		wantArgErr(t, c.AllReduce(s, r, nccl.Sum, cuda.Stream{}), "AllReduce", "send", "larger than any device memory")
+		wantArgErr(t, c.AllToAll(s, s, cuda.Stream{}), "AllToAll", "send", "larger than any device memory")
+		wantArgErr(t, c.Send(nccl.RawBuffer(p, 1<<62, nccl.Float64, 0), 0, cuda.Stream{}), "Send", "buf", "larger than any device memory")
+		top := nccl.RawBuffer(^uintptr(0)-15, 4, nccl.Float64, 0)
+		wantArgErr(t, c.AllReduce(top, top, nccl.Sum, cuda.Stream{}), "AllReduce", "send", "past the end of the address space")
+		// The largest size allowed passes the binding's checks and reaches
+		// NCCL (the fake, which refuses it: it is not allocated).
+		big := nccl.RawBuffer(p, 1<<56, nccl.Int8, 0)
+		var ae *nccl.ArgError
+		if err := c.AllReduce(big, big, nccl.Sum, cuda.Stream{}); errors.As(err, &ae) {
+			t.Errorf("AllReduce of 2^56 bytes in place refused by the binding: %v", err)
+		}
+		wantArgErr(t, c.AllReduce(nccl.RawBuffer(p, 1<<56+1, nccl.Int8, 0), big, nccl.Sum, cuda.Stream{}), "AllReduce", "send", "2^56")
 	})
 }

@@ -176,7 +176,7 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 		raw.GinTrafficClass = capi.UndefInt
 		if q.GINTrafficClass != nil {
 			if *q.GINTrafficClass < 0 || *q.GINTrafficClass > 1<<31-1 {
-				return nil, l, argErr(op, "DevCommRequirements.GINTrafficClass", "%d: must be >= 0", *q.GINTrafficClass)
+				return nil, l, argErr(op, "DevCommRequirements.GINTrafficClass", "%d: must be in [0, 2^31)", *q.GINTrafficClass)
 			}
 			raw.GinTrafficClass = int32(*q.GINTrafficClass)
 		}

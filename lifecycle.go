@@ -3,6 +3,7 @@ package nccl
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/nccl4go/nccl/internal/capi"
@@ -448,8 +449,11 @@ func (c *Communicator) SplitContext(ctx context.Context, color, key int, cfg *Co
 	if color < 0 && color != NoColor {
 		return nil, argErr(op, "color", "%d: must be >= 0, or NoColor", color)
 	}
-	if key < -(1<<31) || key > 1<<31-1 || color > 1<<31-1 {
-		return nil, argErr(op, "key", "color %d, key %d: must fit in a C int", color, key)
+	if color > math.MaxInt32 {
+		return nil, argErr(op, "color", "%d: must fit in a C int", color)
+	}
+	if key < math.MinInt32 || key > math.MaxInt32 {
+		return nil, argErr(op, "key", "%d: must fit in a C int", key)
 	}
 	return c.makeChild(ctx, op, "ncclCommSplit", cfg, color == NoColor,
 		func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status {
@@ -664,8 +668,8 @@ func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID
 	if err != nil {
 		return nil, err
 	}
-	if nranks < 1 || nranks > 1<<31-1 {
-		return nil, argErr(op, "nranks", "%d: need at least 1", nranks)
+	if nranks < 1 || nranks > math.MaxInt32 {
+		return nil, argErr(op, "nranks", "%d: not in [1, 2^31)", nranks)
 	}
 	existing := c != nil && c.Ptr() != 0
 	if c != nil && !existing {

@@ -28,6 +28,19 @@ func TestRecvBufferChecked(t *testing.T) {
 	})
 }
 
+// A send or receive to this rank outside a group could only hang in NCCL:
+// refused before the call.
+func TestSelfSendRecvOutsideGroup(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 1, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		wantArgErr(t, c.Send(b, 1, cuda.Stream{}), "Send", "peer", "1 is this rank", "matching Recv")
+		wantArgErr(t, c.Recv(b, 1, cuda.Stream{}), "Recv", "peer", "1 is this rank", "matching Send")
+		noNCCLCall(t, "ncclSend")
+		noNCCLCall(t, "ncclRecv")
+	})
+}
+
 // A rank sends to itself inside a group; the fake matches the pair at the
 // group's end and copies the data.
 func TestSelfSendRecvInGroup(t *testing.T) {

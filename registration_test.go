@@ -415,6 +415,14 @@ func TestFakeSignals(t *testing.T) {
 		wantArg(t, "context", c.WaitSignal([]nccl.WaitSignalDesc{{Peer: 0, OpCount: 1, Context: 1}}, s), "descs[0].Context")
 		wantArg(t, "nil window", c.PutSignal(nccl.BufferOf(src), 1, nil, 0, s), "peerWin")
 		wantArg(t, "negative offset", c.PutSignal(nccl.BufferOf(src), 1, w, -1, s), "offsetElems")
+		// NCCL checks only where local starts: the binding checks where
+		// the write ends in the 64-element window.
+		wantArg(t, "write past the window's end", c.PutSignal(nccl.BufferOf(src), 1, w, 61, s), "offsetElems")
+		wantArg(t, "offset past the window", c.PutSignal(nccl.BufferOf(src), 1, w, 1<<40, s), "offsetElems")
+		if err := c.PutSignal(nccl.BufferOf(src), 1, w, 60, s); err != nil {
+			t.Errorf("PutSignal of the window's last 4 elements: %v", err)
+		}
+		wantArg(t, "OpCount above int", c.WaitSignal([]nccl.WaitSignalDesc{{Peer: 1, OpCount: 1 << 40}}, s), "descs[0].OpCount")
 		wantArg(t, "peer out of range", c.PutSignal(nccl.BufferOf(src), 3, w, 0, s), "peer")
 		wantArg(t, "local on another device", c.PutSignal(nccl.BufferOf(mustAlloc[float32](t, 1, 4)), 1, w, 0, s), "local")
 		other := fakeComm(t, 2, 0, nil)

@@ -3,6 +3,7 @@ package nccl
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
@@ -167,8 +168,10 @@ func checkWaitDesc(op string, i int, d WaitSignalDesc, n int) error {
 	switch {
 	case d.Peer < 0 || d.Peer >= n:
 		return argErr(op, fmt.Sprintf("descs[%d].Peer", i), "%d: not in [0, %d)", d.Peer, n)
-	case d.OpCount < 1 || d.OpCount > 1<<31-1:
+	case d.OpCount < 1:
 		return argErr(op, fmt.Sprintf("descs[%d].OpCount", i), "%d: must be at least 1", d.OpCount)
+	case d.OpCount > math.MaxInt32:
+		return argErr(op, fmt.Sprintf("descs[%d].OpCount", i), "%d: above NCCL's limit %d (int)", d.OpCount, math.MaxInt32)
 	case d.SignalIndex != 0:
 		return argErr(op, fmt.Sprintf("descs[%d].SignalIndex", i), "%d: NCCL supports only signal 0", d.SignalIndex)
 	case d.Context != 0:
@@ -183,7 +186,10 @@ func checkWaitDesc(op string, i int, d WaitSignalDesc, n int) error {
 // rank's part). offsetElems is where the data lands in peer's window, in
 // ELEMENTS of local's type: the byte offset is offsetElems *
 // local.Type.Size(). local must lie in a window of this communicator
-// registered with WindowCollSymmetric, in one cuMem allocation. peer's
+// registered with WindowCollSymmetric, in one cuMem allocation. The write
+// must end inside the window (checked against this rank's size of it,
+// which a symmetric window shares with every rank; NCCL itself checks only
+// where local starts). peer's
 // WaitSignal consumes the signal. One-sided; may be grouped. NCCL 2.29.2.
 func (c *Communicator) PutSignal(local Buffer, peer int, peerWin *Window, offsetElems int, s cuda.Stream) error {
 	const op = "PutSignal"
@@ -213,9 +219,13 @@ func (c *Communicator) checkPutLocked(op string, local Buffer, peer int, w *Wind
 	case offsetElems < 0:
 		return 0, 0, argErr(op, "offsetElems", "%d: must be >= 0", offsetElems)
 	}
-	size := uint64(local.Type.Size())
-	if uint64(offsetElems) > (1<<62)/size {
-		return 0, 0, argErr(op, "offsetElems", "%d elements overflow", offsetElems)
+	// NCCL checks only that local starts in a window: the end of the
+	// write is checked here, against this rank's size of the window (a
+	// symmetric window has the same size on every rank).
+	size, win := uint64(local.Type.Size()), w.buf.Bytes()
+	if uint64(offsetElems) > win/size || uint64(offsetElems)*size > win-local.Bytes() || local.Bytes() > win {
+		return 0, 0, argErr(op, "offsetElems", "%d elements of %d bytes, then %d bytes: past the end of the %d-byte window",
+			offsetElems, size, local.Bytes(), win)
 	}
 	if err := readyLocked(w, op); err != nil {
 		return 0, 0, err

@@ -3,6 +3,8 @@ package nccl
 import (
 	"errors"
 	"fmt"
+
+	"github.com/nccl4go/nccl/internal/capi"
 )
 
 // The checks of the hot path. Each returns nil without allocating when the
@@ -24,12 +26,18 @@ func (c *Communicator) validateLocked(a *collCall, op string) (send, recv uintpt
 		if err = checkRank(op, "peer", a.root, n); err != nil {
 			return
 		}
+		if err = checkSelf(op, a.root, rank); err != nil {
+			return
+		}
 		return a.send.Ptr, 0, uint64(a.send.Count), a.send.Type, nil
 	case kRecv:
 		if err = c.checkBufP(op, "buf", &a.recv); err != nil {
 			return
 		}
 		if err = checkRank(op, "peer", a.root, n); err != nil {
+			return
+		}
+		if err = checkSelf(op, a.root, rank); err != nil {
 			return
 		}
 		return 0, a.recv.Ptr, uint64(a.recv.Count), a.recv.Type, nil
@@ -54,10 +62,12 @@ func (c *Communicator) validateLocked(a *collCall, op string) (send, recv uintpt
 		if err = c.checkBufP(op, "recv", r); err != nil {
 			return
 		}
-		if onRoot {
-			if err = c.checkSame(op, s, r, "send", onTheRoot); err != nil {
-				return
-			}
+		if !onRoot {
+			// send is not read here; as for Gather, pass a valid address.
+			return r.Ptr, r.Ptr, uint64(r.Count), r.Type, nil
+		}
+		if err = c.checkSame(op, s, r, "send", onTheRoot); err != nil {
+			return
 		}
 		return s.Ptr, r.Ptr, uint64(r.Count), r.Type, nil
 
@@ -146,9 +156,11 @@ func (c *Communicator) checkBufP(op, arg string, b *Buffer) error {
 }
 
 // usable is the common case of checkBufP, decided inline: a live buffer on
-// the communicator's device of a type every supported NCCL has.
+// the communicator's device of a type every supported NCCL has, too small
+// for its size or end to wrap (at most 2^53 elements of at most 8 bytes,
+// below address 2^60).
 func (c *Communicator) usable(b *Buffer) bool {
-	return !b.freed && b.Ptr != 0 && b.Count > 0 && b.Device == c.dev && uint32(b.Type) <= uint32(BFloat16)
+	return !b.freed && b.Ptr-1 < 1<<60-1 && uint(b.Count-1) < 1<<53 && b.Device == c.dev && uint32(b.Type) <= uint32(BFloat16)
 }
 
 // badBuf is checkBufP's slow path: the reason a buffer is refused, if any.
@@ -239,6 +251,20 @@ func (c *Communicator) checkBlocks(op string, s, r *Buffer, gather bool, where, 
 	return checkAlias(op, s, r, block.Ptr == whole.Ptr+uintptr(c.rank)*uintptr(block.Bytes()), layout)
 }
 
+// checkSelf refuses a send or receive to this rank itself outside a
+// group: its match can only come in the same group, so NCCL would wait
+// forever. (One cgo call, on this rare path only.)
+func checkSelf(op string, peer, rank int) error {
+	if peer == rank && capi.GroupDepth() == 0 {
+		match := "Send"
+		if op == "Send" {
+			match = "Recv"
+		}
+		return argErr(op, "peer", "%d is this rank: a %s to itself must be in a Group with its matching %s", peer, op, match)
+	}
+	return nil
+}
+
 // checkRank checks a root or peer.
 func checkRank(op, arg string, v, n int) error {
 	if v < 0 || v >= n {
@@ -293,16 +319,16 @@ func (c *Communicator) checkOpSlow(op string, o RedOp, t DataType) error {
 			return errNeedCC
 		}
 		if c.coll.cc < 90 {
-			return fmt.Errorf("nccl: %s: %s reductions need a GPU of compute capability 9.0 or newer; cuda:%d is %d.%d: %w",
-				op, t, c.dev, c.coll.cc/10, c.coll.cc%10, ErrUnsupported)
+			return &ArgError{Op: op, Arg: "op", Err: ErrUnsupported, Reason: fmt.Sprintf(
+				"%s reductions need a GPU of compute capability 9.0 or newer; cuda:%d is %d.%d", t, c.dev, c.coll.cc/10, c.coll.cc%10)}
 		}
 		// NCCL's one-rank path picks its fp8 scaling kernels under
 		// __CUDA_ARCH__ >= 900 in host code, where that is never defined
 		// (src/device/onerank.cu, 2.19 through 2.30.7): a one-rank
 		// communicator refuses fp8 Avg and PreMulSum.
 		if c.nranks == 1 && (o == Avg || o >= numBuiltinOps) {
-			return fmt.Errorf("nccl: %s: %s with %s on a one-rank communicator: NCCL's one-rank path has no fp8 kernel for scaling operators (src/device/onerank.cu): %w",
-				op, t, opName(o), ErrUnsupported)
+			return &ArgError{Op: op, Arg: "op", Err: ErrUnsupported, Reason: fmt.Sprintf(
+				"%s with %s on a one-rank communicator: NCCL's one-rank path has no fp8 kernel for scaling operators (src/device/onerank.cu)", opName(o), t)}
 		}
 	}
 	return nil

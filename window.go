@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/nccl4go/nccl/internal/capi"
 )
@@ -286,8 +287,8 @@ func (w *Window) LSAPointer(lsaRank int, offsetBytes uint64) (uintptr, error) {
 	if _, err := requireFunc("ncclGetLsaDevicePointer"); err != nil {
 		return 0, err
 	}
-	if lsaRank < 0 || lsaRank > 1<<31-1 {
-		return 0, argErr(op, "lsaRank", "%d: must be >= 0", lsaRank)
+	if lsaRank < 0 || lsaRank > math.MaxInt32 {
+		return 0, argErr(op, "lsaRank", "%d: not in [0, 2^31)", lsaRank)
 	}
 	if err := w.checkOffset(op, offsetBytes); err != nil {
 		return 0, err
