@@ -225,12 +225,18 @@ func (c *Communicator) afterCall(ctx context.Context, op, fn string, st capi.Sta
 
 // lockPrepared is lockLive for calls that need the identity and collState:
 // it fills them first when needed (slow path, once per NCCL communicator)
-// and returns the pointer with mu held, or an error with mu released.
+// and returns the pointer with mu held, or an error with mu released. A
+// finalized communicator takes no new work (NCCL would not refuse it, and
+// Destroy frees the communicator under it).
 func (c *Communicator) lockPrepared(op string) (uintptr, error) {
 	for {
 		ptr, err := c.lockLive(op)
-		if err != nil || (c.coll.ptr == ptr && c.identity) {
+		if err != nil || (c.coll.ptr == ptr && c.identity && !c.finalized) {
 			return ptr, err
+		}
+		if c.finalized {
+			c.mu.Unlock()
+			return 0, errFinalized(op)
 		}
 		c.mu.Unlock()
 		if err := c.prepare(op); err != nil {
@@ -273,4 +279,9 @@ func (c *Communicator) readComputeCapability(op string) error {
 	}
 	c.mu.Unlock()
 	return nil
+}
+
+// errFinalized is the error of new work on a finalized communicator.
+func errFinalized(op string) error {
+	return fmt.Errorf("nccl: %s: communicator finalized (by Finalize, or by a Destroy under way): it takes no new operations: %w", op, ErrClosed)
 }

@@ -28,8 +28,12 @@ import (
 // communicator waits outside NCCL, releasing the communicator between
 // polls); it does wait for a call that is inside NCCL, since freeing the
 // communicator under it would crash the process: a blocking communicator's
-// Split, Finalize or Destroy waits inside NCCL for its peers. Do not copy a
-// Communicator once used; pass *Communicator.
+// Split, Finalize or Destroy waits inside NCCL for its peers. Operations
+// issued inside a group stay NCCL's until the group ends: Finalize,
+// Destroy and Abort refuse (ErrInvalidUsage) inside a group, and while
+// another goroutine's open group holds operations of the communicator. A
+// finalized communicator takes no new operations (ErrClosed). Do not copy
+// a Communicator once used; pass *Communicator.
 type Communicator struct {
 	mu        sync.Mutex // held for each NCCL call on ptr, never while waiting
 	ptr       uintptr    // ncclComm_t, 0 when null
@@ -41,6 +45,7 @@ type Communicator struct {
 	identity  bool // nranks and rank are cached
 	finalized bool // Finalize was called (NCCL rejects a second one)
 	creating  bool // Initialize is inside NCCL's init, without mu
+	abortReq  bool // Abort was called while creating: abort once created
 	nbCounted bool // counted in capi.NonBlockingAdd (NCCL runs it non-blocking)
 	props     *Properties
 	propsErr  error // a query failure that cannot change (unsupported)
@@ -211,7 +216,7 @@ func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank i
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		c.creating = false
+		c.creating, c.abortReq = false, false
 		c.mu.Unlock()
 	}()
 	cell := capi.NewCell()
@@ -237,7 +242,12 @@ func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank i
 	}
 	c.mu.Lock()
 	c.adoptLocked(ptr, dev, blocking)
+	aborted := c.abortReq
+	c.abortReq = false
 	c.mu.Unlock()
+	if aborted {
+		return errors.Join(fmt.Errorf("nccl: %s: aborted (Abort was called during the init): %w", op, ErrClosed), c.Abort())
+	}
 	return c.settle(ctx, op)
 }
 
@@ -511,6 +521,9 @@ func (c *Communicator) FinalizeContext(ctx context.Context) error {
 	if c == nil || c.Ptr() == 0 {
 		return nil
 	}
+	if err := c.notInGroup("Finalize"); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	done := c.finalized
 	c.mu.Unlock()
@@ -555,6 +568,9 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 		return fmt.Errorf("nccl: Destroy: communicator already %s: %w", st, ErrClosed)
 	}
 	c.mu.Unlock()
+	if err := c.notInGroup("Destroy"); err != nil {
+		return err
+	}
 	// Let an operation in flight end first, so that resources close cleanly.
 	if err := c.wait(ctx, "Destroy"); err != nil && c.Ptr() == 0 {
 		return err // ctx ended: aborted
@@ -590,7 +606,11 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 // should abort too. It never waits for another goroutine's wait, only for a
 // call that is inside NCCL (see Communicator). A no-op on a null
 // communicator; after Destroy or Abort it returns an error wrapping
-// ErrClosed. Not collective in this process's view; NCCL asks every active
+// ErrClosed. During a blocking Init (which NCCL gives no handle to) it
+// returns an error wrapping ErrInProgress, and the Init aborts the
+// communicator as soon as NCCL returns it. Inside a group, or while
+// another goroutine's group holds operations of the communicator, it
+// returns an error wrapping ErrInvalidUsage. Not collective in this process's view; NCCL asks every active
 // rank to abort. NCCL 2.4.2.
 func (c *Communicator) Abort() error {
 	if c == nil || c.abandonPending() {
@@ -598,16 +618,40 @@ func (c *Communicator) Abort() error {
 	}
 	c.mu.Lock()
 	if c.ptr == 0 {
-		st := c.state
+		st, creating := c.state, c.creating
+		if creating {
+			c.abortReq = true
+		}
 		c.mu.Unlock()
+		if creating {
+			// NCCL gives no handle to a blocking init in progress.
+			return fmt.Errorf("nccl: Abort: a blocking init of this communicator is inside NCCL, which cannot be interrupted: it will be aborted as soon as NCCL returns it: %w", ErrInProgress)
+		}
 		if st == stateNull {
 			return nil
 		}
 		return fmt.Errorf("nccl: Abort: communicator already %s: %w", st, ErrClosed)
 	}
 	c.mu.Unlock()
+	if err := c.notInGroup("Abort"); err != nil {
+		return err
+	}
 	err := c.closeResources()
 	return errors.Join(err, c.release("Abort", "ncclCommAbort", capi.CommAbort, stateAborted))
+}
+
+// notInGroup refuses to finalize or free c while a group is open on this
+// thread (NCCL would defer the work to the group's end, after the binding
+// freed what it writes) or while another thread's group holds operations
+// of c (its end would use the freed communicator).
+func (c *Communicator) notInGroup(op string) error {
+	if capi.GroupDepth() > 0 {
+		return fmt.Errorf("nccl: %s: inside a group: NCCL would defer it to the group's end; call it after the group: %w", op, ErrInvalidUsage)
+	}
+	if p := c.Ptr(); p != 0 && capi.GroupHeld(p) > 0 {
+		return fmt.Errorf("nccl: %s: the communicator has operations in a group another goroutine has not ended: end that group first: %w", op, ErrInvalidUsage)
+	}
+	return nil
 }
 
 // release frees the NCCL communicator with f and makes c null.

@@ -32,11 +32,20 @@ func GroupContext(ctx context.Context, fn func() error) (err error) {
 	if fn == nil {
 		return argErr("Group", "fn", "nil function")
 	}
-	if err := GroupStart(); err != nil {
+	if err := groupStart(); err != nil {
 		return err
 	}
+	depth := capi.GroupDepth()
 	defer func() {
-		err = errors.Join(err, GroupEndContext(ctx))
+		// A GroupStart inside fn without its GroupEnd: end it here, so
+		// that the group's own end closes the right level.
+		for capi.GroupDepth() > depth {
+			capi.GroupEnd()
+			takeEnded()
+			runtime.UnlockOSThread()
+			err = errors.Join(err, fmt.Errorf("nccl: Group: fn left a GroupStart without its GroupEnd (ended now): %w", ErrInvalidUsage))
+		}
+		err = errors.Join(err, groupEnd(ctx))
 	}()
 	return fn()
 }
@@ -48,6 +57,15 @@ func GroupContext(ctx context.Context, fn func() error) (err error) {
 // goroutine. Prefer Group, which cannot forget the end. Not collective.
 // NCCL 2.3.5.
 func GroupStart() error {
+	if err := groupStart(); err != nil {
+		return err
+	}
+	capi.GroupMark() // GroupEnd may close this level, and no other
+	return nil
+}
+
+// groupStart is GroupStart for Group, whose level GroupEnd may not close.
+func groupStart() error {
 	if _, err := loaded(); err != nil {
 		return err
 	}
@@ -67,7 +85,9 @@ func GroupStart() error {
 func GroupEnd() error { return GroupEndContext(plain) }
 
 // GroupEndContext is GroupEnd (ncclGroupEnd) whose wait is bounded by ctx
-// (see Wait). Not collective itself. NCCL 2.3.5.
+// (see Wait). It closes only a level that GroupStart opened: inside Group's
+// or GroupSimulate's function it returns an error wrapping ErrInvalidUsage
+// and leaves their group open. Not collective itself. NCCL 2.3.5.
 func GroupEndContext(ctx context.Context) error {
 	if _, err := loaded(); err != nil {
 		return err
@@ -77,6 +97,15 @@ func GroupEndContext(ctx context.Context) error {
 		// thread lock alone.
 		return fmt.Errorf("nccl: GroupEnd: not in a group (no GroupStart on this goroutine's thread): %w", ErrInvalidUsage)
 	}
+	if !capi.GroupInnerManual() {
+		return fmt.Errorf("nccl: GroupEnd: the innermost group was opened by Group or GroupSimulate, which end it themselves: %w", ErrInvalidUsage)
+	}
+	return groupEnd(ctx)
+}
+
+// groupEnd ends the calling thread's innermost group and, after the
+// outermost, waits for the blocking communicators it used.
+func groupEnd(ctx context.Context) error {
 	st := capi.GroupEnd()
 	used := takeEnded()
 	runtime.UnlockOSThread()

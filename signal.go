@@ -69,6 +69,10 @@ func (c *Communicator) lockRMA(op, fn string, sdev int) (uintptr, error) {
 		if err != nil {
 			return 0, err
 		}
+		if c.finalized {
+			c.mu.Unlock()
+			return 0, errFinalized(op)
+		}
 		err = c.rmaCheckLocked(op, fn, ptr)
 		if err == nil {
 			if sdev >= 0 && sdev != c.dev {

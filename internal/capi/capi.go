@@ -640,6 +640,18 @@ func NonBlockingAdd(delta int) { C.capi_nonblocking_add(C.int(delta)) }
 // GroupDepth is the calling thread's group nesting depth as the shim counts it.
 func GroupDepth() int { return int(C.capi_group_depth()) }
 
+// GroupHeld is how many threads' open groups hold work of comm (from the
+// group's first call on comm until GroupTake after its end).
+func GroupHeld(comm uintptr) int { return int(C.capi_group_held(C.uintptr_t(comm))) }
+
+// GroupMark marks the calling thread's innermost group as opened by a
+// manual GroupStart.
+func GroupMark() { C.capi_group_mark() }
+
+// GroupInnerManual reports whether the calling thread's innermost group was
+// marked by GroupMark.
+func GroupInnerManual() bool { return C.capi_group_inner_manual() != 0 }
+
 // GroupTake returns the communicators the calling thread's outermost group
 // used and clears the list. Call it on the thread that ended the group.
 func GroupTake() []uintptr {

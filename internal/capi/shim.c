@@ -1,6 +1,7 @@
 // nccl4go C shim: loading, symbol tables and trampolines. See shim.h.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,62 @@ const char *capi_ncclGetErrorString(int result) {
 static __thread int group_depth;
 static __thread uintptr_t *group_comms;
 static __thread int group_ncomms, group_cap;
+// Bit i: level i+1 was opened by a manual GroupStart (capi_group_mark).
+static __thread unsigned long long group_manual;
+
+// Process-wide: how many threads' open groups hold work of each
+// communicator (until the Go side takes the list after the outermost end).
+// Destroy and Abort of a communicator some group holds would free what
+// that group's end still uses.
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct held_entry {
+	uintptr_t comm;
+	int n;
+} *held;
+static int held_len, held_cap;
+
+static void held_add(uintptr_t comm, int delta) {
+	pthread_mutex_lock(&held_mu);
+	int i = 0;
+	while (i < held_len && held[i].comm != comm) {
+		i++;
+	}
+	if (i == held_len && delta > 0) {
+		if (held_len == held_cap) {
+			int cap = held_cap ? 2 * held_cap : 16;
+			struct held_entry *p = realloc(held, cap * sizeof *p);
+			if (!p) {
+				pthread_mutex_unlock(&held_mu);
+				return;
+			}
+			held = p;
+			held_cap = cap;
+		}
+		held[held_len].comm = comm;
+		held[held_len].n = 0;
+		held_len++;
+	}
+	if (i < held_len) {
+		held[i].n += delta;
+		if (held[i].n <= 0) {
+			held[i] = held[--held_len];
+		}
+	}
+	pthread_mutex_unlock(&held_mu);
+}
+
+int capi_group_held(uintptr_t comm) {
+	int n = 0;
+	pthread_mutex_lock(&held_mu);
+	for (int i = 0; i < held_len; i++) {
+		if (held[i].comm == comm) {
+			n = held[i].n;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&held_mu);
+	return n;
+}
 
 static void group_track(uintptr_t comm) {
 	for (int i = 0; i < group_ncomms; i++) {
@@ -196,9 +253,26 @@ static void group_track(uintptr_t comm) {
 		group_cap = cap;
 	}
 	group_comms[group_ncomms++] = comm;
+	held_add(comm, 1);
 }
 
 int capi_group_depth(void) { return group_depth; }
+
+void capi_group_mark(void) {
+	if (group_depth > 0 && group_depth <= 64) {
+		group_manual |= 1ULL << (group_depth - 1);
+	}
+}
+
+int capi_group_inner_manual(void) {
+	if (group_depth <= 0) {
+		return 0;
+	}
+	if (group_depth > 64) {
+		return 1; // not tracked so deep: let it through
+	}
+	return (group_manual >> (group_depth - 1)) & 1;
+}
 
 int capi_group_take(uintptr_t *out, int max) {
 	int n = group_ncomms;
@@ -206,6 +280,9 @@ int capi_group_take(uintptr_t *out, int max) {
 		out[i] = group_comms[i];
 	}
 	if (n <= max) {
+		for (int i = 0; i < n; i++) {
+			held_add(group_comms[i], -1);
+		}
 		group_ncomms = 0;
 	}
 	return n;
@@ -216,6 +293,9 @@ int capi_group_take(uintptr_t *out, int max) {
 static void group_account(int sym, int code) {
 	if (sym == CAPI_SYM_ncclGroupStart && code == 0) {
 		group_depth++;
+		if (group_depth <= 64) {
+			group_manual &= ~(1ULL << (group_depth - 1));
+		}
 	} else if ((sym == CAPI_SYM_ncclGroupEnd || sym == CAPI_SYM_ncclGroupSimulateEnd) && group_depth > 0) {
 		group_depth--;
 	}

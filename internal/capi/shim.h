@@ -342,6 +342,14 @@ int capi_group_depth(void);
 // that NCCL runs non-blocking are alive; the Go side counts them here.
 void capi_nonblocking_add(int delta);
 int capi_group_take(uintptr_t *out, int max);
+// capi_group_held: how many threads' groups hold work of comm, from the
+// first gated call in the group until capi_group_take after its end.
+int capi_group_held(uintptr_t comm);
+// capi_group_mark marks the calling thread's innermost group level as
+// opened by a manual GroupStart; capi_group_inner_manual reports whether it
+// was (1 deeper than 64 levels, where levels are not tracked).
+void capi_group_mark(void);
+int capi_group_inner_manual(void);
 
 const char *capi_ncclGetErrorString(int result);
 // A malloc'd copy of ncclGetLastError, or NULL.

@@ -476,6 +476,23 @@ func GroupDepth() int {
 	return *new(int)
 }
 
+// GroupHeld is how many threads' open groups hold work of comm (from the
+// group's first call on comm until GroupTake after its end).
+func GroupHeld(comm uintptr) int {
+	return *new(int)
+}
+
+// GroupMark marks the calling thread's innermost group as opened by a
+// manual GroupStart.
+func GroupMark() {
+}
+
+// GroupInnerManual reports whether the calling thread's innermost group was
+// marked by GroupMark.
+func GroupInnerManual() bool {
+	return *new(bool)
+}
+
 // GroupTake returns the communicators the calling thread's outermost group
 // used and clears the list. Call it on the thread that ended the group.
 func GroupTake() []uintptr {

@@ -48,6 +48,8 @@
 //                          succeeds without a window)
 //   FAKE_NCCL_NO_SYMMETRIC 1: ncclDevCommCreate fails with ncclInvalidUsage
 //   FAKE_NCCL_LOG          path: append the name of every call, one a line
+//   FAKE_NCCL_INIT_DELAY_MS n: the init family sleeps n ms first (a blocking
+//                          init that waits for its peers)
 // and NCCL's own NCCL_COMM_BLOCKING, NCCL_ENABLE_VERSION_CHECK,
 // NCCL_MULTI_RANK_GPU_ENABLE, NCCL_LOCAL_REGISTER, NCCL_WIN_ENABLE and
 // NCCL_COMM_ID.
@@ -116,6 +118,7 @@ static struct {
 	int log_fd;
 	int async_fail_init;
 	char async_fail[1024];
+	int init_delay_ms;
 } knob;
 
 struct fail_rule {
@@ -144,6 +147,7 @@ static void copy_env(char *dst, size_t n, const char *name) {
 static void read_knobs(void) {
 	knob.version = env_int("FAKE_NCCL_VERSION", FAKE_RELEASE);
 	knob.polls = env_int("FAKE_NCCL_POLLS", 0);
+	knob.init_delay_ms = env_int("FAKE_NCCL_INIT_DELAY_MS", 0);
 	copy_env(knob.hang, sizeof knob.hang, "FAKE_NCCL_HANG");
 	knob.hang_all = strcmp(knob.hang, "1") == 0;
 	knob.coll_polls = env_int("FAKE_NCCL_COLL_POLLS", -1);
@@ -1142,6 +1146,9 @@ EXPORT const char *ncclGetLastError(void *comm) {
 // calling thread's device.
 static int init_rank(const char *fn, void **newcomm, int nranks, int nid, const ncclUniqueId *ids, int rank,
 		     const void *config) {
+	if (knob.init_delay_ms > 0) {
+		usleep((useconds_t)knob.init_delay_ms * 1000);
+	}
 	int dev = -1;
 	int r = current_device(fn, &dev);
 	if (r) {

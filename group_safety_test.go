@@ -1,0 +1,190 @@
+package nccl_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
+)
+
+// Tests of what must not happen while NCCL holds a communicator's work in
+// a group, or after Finalize: freeing it under NCCL, or new work on it.
+
+func wantUsage(t *testing.T, what string, err error, words ...string) {
+	t.Helper()
+	if !errors.Is(err, nccl.ErrInvalidUsage) {
+		t.Errorf("%s: %v, want ErrInvalidUsage", what, err)
+		return
+	}
+	for _, w := range words {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: %q lacks %q", what, err, w)
+		}
+	}
+}
+
+// Inside a group NCCL would defer Finalize, Destroy and Abort to the
+// group's end, after the binding freed what they write: refused.
+func TestLifecycleInsideGroupRefused(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		err := nccl.Group(func() error {
+			if err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{}); err != nil {
+				return err
+			}
+			wantUsage(t, "Finalize in a group", c.Finalize(), "inside a group")
+			wantUsage(t, "Destroy in a group", c.Destroy(), "inside a group")
+			wantUsage(t, "Abort in a group", c.Abort(), "inside a group")
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Group: %v", err)
+		}
+		noNCCLCall(t, "ncclCommFinalize")
+		noNCCLCall(t, "ncclCommDestroy")
+		noNCCLCall(t, "ncclCommAbort")
+		// After the group all three work.
+		if err := c.Finalize(); err != nil {
+			t.Errorf("Finalize after the group: %v", err)
+		}
+		if err := c.Destroy(); err != nil {
+			t.Errorf("Destroy after the group: %v", err)
+		}
+	})
+}
+
+// Another goroutine's open group holds work of the communicator: Abort and
+// Destroy refuse at once (they neither free it under the group nor wait).
+func TestAbortWhileAnotherGroupHoldsCommunicator(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		inGroup, release := make(chan struct{}), make(chan struct{})
+		var groupErr error
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			groupErr = nccl.Group(func() error {
+				err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{})
+				close(inGroup)
+				<-release
+				return err
+			})
+		}()
+		<-inGroup
+		wantUsage(t, "Abort during another goroutine's group", c.Abort(), "group another goroutine has not ended")
+		wantUsage(t, "Destroy during another goroutine's group", c.Destroy(), "group another goroutine has not ended")
+		close(release)
+		wg.Wait()
+		if groupErr != nil {
+			t.Fatalf("Group: %v", groupErr)
+		}
+		noNCCLCall(t, "ncclCommAbort")
+		if err := c.Abort(); err != nil {
+			t.Errorf("Abort after the group ended: %v", err)
+		}
+	})
+}
+
+// A finalized communicator takes no new work: NCCL would accept it, and
+// Destroy frees the communicator under it.
+func TestNoOperationsAfterFinalize(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		if err := c.Finalize(); err != nil {
+			t.Fatal(err)
+		}
+		for name, err := range map[string]error{
+			"AllReduce": c.AllReduce(b, b, nccl.Sum, cuda.Stream{}),
+			"Send":      c.Send(b, 1, cuda.Stream{}),
+		} {
+			if !errors.Is(err, nccl.ErrClosed) || !strings.Contains(err.Error(), "finalized") {
+				t.Errorf("%s after Finalize: %v, want ErrClosed naming the finalize", name, err)
+			}
+		}
+		if _, err := c.RegisterBuffer(b); !errors.Is(err, nccl.ErrClosed) {
+			t.Errorf("RegisterBuffer after Finalize: %v, want ErrClosed", err)
+		}
+		noNCCLCall(t, "ncclAllReduce")
+		noNCCLCall(t, "ncclSend")
+		if err := c.Destroy(); err != nil {
+			t.Errorf("Destroy after Finalize: %v", err)
+		}
+	})
+}
+
+// GroupEnd closes only a level GroupStart opened; Group ends a GroupStart
+// its function left open, and says so.
+func TestGroupEndMatchesGroupStart(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		err := nccl.Group(func() error {
+			wantUsage(t, "GroupEnd inside Group", nccl.GroupEnd(), "opened by Group")
+			// Group's level is still open: the send to self still matches
+			// its receive at the group's end.
+			if err := c.Send(b, 0, cuda.Stream{}); err != nil {
+				return err
+			}
+			return c.Recv(b, 0, cuda.Stream{})
+		})
+		if err != nil {
+			t.Fatalf("Group: %v", err)
+		}
+		// Manual nesting inside Group is fine when balanced.
+		err = nccl.Group(func() error {
+			if err := nccl.GroupStart(); err != nil {
+				return err
+			}
+			return nccl.GroupEnd()
+		})
+		if err != nil {
+			t.Errorf("balanced GroupStart/GroupEnd inside Group: %v", err)
+		}
+		err = nccl.Group(func() error { return nccl.GroupStart() })
+		wantUsage(t, "GroupStart left open inside Group", err, "without its GroupEnd")
+		wantUsage(t, "GroupEnd after Group", nccl.GroupEnd(), "not in a group")
+		_, err = nccl.GroupSimulate(func() error { return nccl.GroupEnd() })
+		wantUsage(t, "GroupEnd inside GroupSimulate", err, "opened by Group")
+		wantUsage(t, "GroupEnd after GroupSimulate", nccl.GroupEnd(), "not in a group")
+	})
+}
+
+// Abort during a blocking init (which NCCL gives no handle to) does not
+// return nil and forget it: the init aborts the communicator once NCCL
+// returns it.
+func TestAbortDuringBlockingInit(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		id, err := nccl.NewUniqueID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c nccl.Communicator
+		done := make(chan error, 1)
+		go func() { done <- c.Initialize(1, 0, id, nil) }()
+		time.Sleep(100 * time.Millisecond) // the init sleeps 400 ms in the fake
+		if err := c.Abort(); !errors.Is(err, nccl.ErrInProgress) {
+			t.Errorf("Abort during a blocking init: %v, want ErrInProgress", err)
+		}
+		err = <-done
+		if !errors.Is(err, nccl.ErrClosed) || !strings.Contains(err.Error(), "Abort was called during the init") {
+			t.Errorf("Initialize after an Abort: %v, want ErrClosed naming the Abort", err)
+		}
+		if _, err := c.NRanks(); !errors.Is(err, nccl.ErrClosed) {
+			t.Errorf("NRanks after the init aborted: %v, want ErrClosed", err)
+		}
+		// A later Abort request does not outlive its init.
+		var d nccl.Communicator
+		if err := d.Initialize(1, 0, id, nil); err != nil {
+			t.Fatalf("a second Initialize: %v", err)
+		}
+		d.Destroy()
+	}, "FAKE_NCCL_INIT_DELAY_MS=400")
+}
