@@ -2,6 +2,7 @@ package nccl_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -187,4 +188,51 @@ func TestAbortDuringBlockingInit(t *testing.T) {
 		}
 		d.Destroy()
 	}, "FAKE_NCCL_INIT_DELAY_MS=400")
+}
+
+// A Split inside one goroutine's open group stays pending while another
+// goroutine's group on the same parent ends: only its own group's end
+// resolves it.
+func TestSplitPendingAcrossAnotherGroupsEnd(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		p := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		var child *nccl.Communicator
+		inGroup, release := make(chan struct{}), make(chan struct{})
+		var groupErr error
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			groupErr = nccl.Group(func() error {
+				var err error
+				child, err = p.Split(0, 0, nil)
+				close(inGroup)
+				<-release
+				return err
+			})
+		}()
+		<-inGroup
+		if err := nccl.Group(func() error { return p.AllReduce(b, b, nccl.Sum, cuda.Stream{}) }); err != nil {
+			t.Fatalf("the other goroutine's group: %v", err)
+		}
+		_, errBefore := child.NRanks()
+		before := fmt.Sprint(errBefore)
+		if !errors.Is(errBefore, nccl.ErrInProgress) {
+			t.Errorf("child's NRanks while its group is open: %v, want ErrInProgress", errBefore)
+		}
+		close(release)
+		wg.Wait()
+		if groupErr != nil {
+			t.Fatalf("Group with Split: %v", groupErr)
+		}
+		n, err := child.NRanks()
+		if err != nil || n != 1 {
+			t.Fatalf("child after its group ended: NRanks %d, %v (before it ended: %s)", n, err, before)
+		}
+		t.Logf("child's NRanks while its group was open: %s", before)
+		if err := child.Destroy(); err != nil {
+			t.Errorf("child Destroy: %v", err)
+		}
+	})
 }

@@ -170,9 +170,11 @@ func (c *Communicator) completionLocked(st capi.Status) completion {
 }
 
 // groupOpenLocked reports whether the group of a call made inside one has
-// not ended yet (mu held).
+// not ended yet (mu held). Another thread's group that ended meanwhile also
+// counts in groupEnds: while any group still holds c, the call's group is
+// taken as open (a later resolution, never an early one).
 func (c *Communicator) groupOpenLocked(cp completion) bool {
-	return cp.inGroup && c.life.groupEnds == cp.seq
+	return cp.inGroup && (c.life.groupEnds == cp.seq || (c.ptr != 0 && capi.GroupHeld(c.ptr) > 0))
 }
 
 // jobDoneLocked reports whether the job behind cp is over (mu held); err is
