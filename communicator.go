@@ -29,10 +29,12 @@ import (
 // polls); it does wait for a call that is inside NCCL, since freeing the
 // communicator under it would crash the process: a blocking communicator's
 // Split, Finalize or Destroy waits inside NCCL for its peers. Operations
-// issued inside a group stay NCCL's until the group ends: Finalize,
-// Destroy and Abort refuse (ErrInvalidUsage) inside a group, and while
-// another goroutine's open group holds operations of the communicator. A
-// finalized communicator takes no new operations (ErrClosed). Do not copy
+// issued inside a group stay NCCL's until the group ends, and NCCL's queue
+// of a communicator belongs to one group at a time: while one goroutine's
+// open group holds operations of the communicator, other goroutines cannot
+// queue operations on it, and Finalize, Destroy and Abort refuse (all with
+// ErrInvalidUsage), as they do inside a group. A finalized communicator
+// takes no new operations (ErrClosed). Do not copy
 // a Communicator once used; pass *Communicator.
 type Communicator struct {
 	mu        sync.Mutex // held for each NCCL call on ptr, never while waiting

@@ -203,6 +203,8 @@ func statusErr(op, fn string, st capi.Status) error {
 		return unsupported(fn)
 	case capi.NotLoaded:
 		return fmt.Errorf("nccl: %s: %w", op, ErrLibraryNotFound)
+	case capi.Held:
+		return fmt.Errorf("nccl: %s: another goroutine's open group holds operations of this communicator (its queue belongs to one group at a time): end that group first: %w", op, ErrInvalidUsage)
 	}
 	return &Error{Op: op, Code: Result(st.Code), Detail: st.Detail}
 }

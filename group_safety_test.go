@@ -190,10 +190,11 @@ func TestAbortDuringBlockingInit(t *testing.T) {
 	}, "FAKE_NCCL_INIT_DELAY_MS=400")
 }
 
-// A Split inside one goroutine's open group stays pending while another
-// goroutine's group on the same parent ends: only its own group's end
-// resolves it.
-func TestSplitPendingAcrossAnotherGroupsEnd(t *testing.T) {
+// While one goroutine's open group holds a communicator's queue (here with
+// a Split), another goroutine cannot queue work on it, in a group or not
+// (NCCL's queue of a communicator belongs to one group); the Split stays
+// pending until its own group ends.
+func TestOtherGoroutineCannotQueueIntoHeldCommunicator(t *testing.T) {
 	collFake(t, func(t *testing.T) {
 		p := collComm(t, 1, 0, 0)
 		b := collBuf(t, 0, f32s(4)...)
@@ -213,8 +214,12 @@ func TestSplitPendingAcrossAnotherGroupsEnd(t *testing.T) {
 			})
 		}()
 		<-inGroup
-		if err := nccl.Group(func() error { return p.AllReduce(b, b, nccl.Sum, cuda.Stream{}) }); err != nil {
-			t.Fatalf("the other goroutine's group: %v", err)
+		wantUsage(t, "a group queueing on the held communicator",
+			nccl.Group(func() error { return p.AllReduce(b, b, nccl.Sum, cuda.Stream{}) }), "another goroutine's open group")
+		wantUsage(t, "a call queueing on the held communicator",
+			p.AllReduce(b, b, nccl.Sum, cuda.Stream{}), "another goroutine's open group")
+		if n, err := p.NRanks(); err != nil || n != 1 {
+			t.Errorf("NRanks of the held communicator: %d, %v (queries queue nothing)", n, err)
 		}
 		_, errBefore := child.NRanks()
 		before := fmt.Sprint(errBefore)
@@ -233,6 +238,9 @@ func TestSplitPendingAcrossAnotherGroupsEnd(t *testing.T) {
 		t.Logf("child's NRanks while its group was open: %s", before)
 		if err := child.Destroy(); err != nil {
 			t.Errorf("child Destroy: %v", err)
+		}
+		if err := p.AllReduce(b, b, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Errorf("AllReduce after the group ended: %v", err)
 		}
 	})
 }

@@ -193,6 +193,7 @@ static struct held_entry {
 	int n;
 } *held;
 static int held_len, held_cap;
+static int held_any; // held_len, read without the lock by the gate
 
 static void held_add(uintptr_t comm, int delta) {
 	pthread_mutex_lock(&held_mu);
@@ -221,6 +222,7 @@ static void held_add(uintptr_t comm, int delta) {
 			held[i] = held[--held_len];
 		}
 	}
+	__atomic_store_n(&held_any, held_len, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&held_mu);
 }
 
@@ -235,6 +237,16 @@ int capi_group_held(uintptr_t comm) {
 	}
 	pthread_mutex_unlock(&held_mu);
 	return n;
+}
+
+// group_holds reports whether the calling thread's open group holds comm.
+static int group_holds(uintptr_t comm) {
+	for (int i = 0; i < group_ncomms; i++) {
+		if (group_comms[i] == comm) {
+			return 1;
+		}
+	}
+	return 0;
 }
 
 static void group_track(uintptr_t comm) {
@@ -309,11 +321,51 @@ static int nonblocking_live;
 
 void capi_nonblocking_add(int delta) { __atomic_add_fetch(&nonblocking_live, delta, __ATOMIC_RELAXED); }
 
-// gate_check returns CAPI_PENDING while comm's previous operation is in
-// progress, else 0; inside a group it records comm.
-static int gate_check(uintptr_t comm) {
+// queues_work lists the calls that add work to a communicator's queue
+// (collectives, point-to-point, and the calls whose outputs NCCL writes at
+// the end of the group), which belongs to one group at a time. Inside a
+// group, only they record their communicator in the thread's group.
+static int queues_work(int sym) {
+	switch (sym) {
+	case CAPI_SYM_ncclAllReduce:
+	case CAPI_SYM_ncclBroadcast:
+	case CAPI_SYM_ncclReduce:
+	case CAPI_SYM_ncclAllGather:
+	case CAPI_SYM_ncclReduceScatter:
+	case CAPI_SYM_ncclAlltoAll:
+	case CAPI_SYM_ncclGather:
+	case CAPI_SYM_ncclScatter:
+	case CAPI_SYM_ncclSend:
+	case CAPI_SYM_ncclRecv:
+	case CAPI_SYM_ncclPutSignal:
+	case CAPI_SYM_ncclSignal:
+	case CAPI_SYM_ncclWaitSignal:
+	case CAPI_SYM_ncclCommSplit:
+	case CAPI_SYM_ncclCommShrink:
+	case CAPI_SYM_ncclCommGrow:
+	case CAPI_SYM_ncclCommWindowRegister:
+	case CAPI_SYM_ncclDevCommCreate:
+	case CAPI_SYM_ncclCommFinalize:
+	case CAPI_SYM_ncclCommDestroy:
+		return 1;
+	}
+	return 0;
+}
+
+// gate_check runs before a call sym on comm. It returns CAPI_PENDING while
+// comm's previous operation is in progress, and CAPI_HELD when sym would
+// queue work on comm while another thread's open group holds comm's queue;
+// else 0, and inside a group a call that queues work records comm. The
+// calls on one communicator are serialized (the Go side's lock), so the
+// check and the record are atomic for comm.
+static int gate_check(int sym, uintptr_t comm) {
 	if (!comm) {
 		return 0;
+	}
+	int queues = queues_work(sym);
+	if (queues && __atomic_load_n(&held_any, __ATOMIC_RELAXED) > 0 && !group_holds(comm) &&
+	    capi_group_held(comm) > 0) {
+		return CAPI_HELD;
 	}
 	typedef int (*fn_t)(void *, int *);
 	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommGetAsyncError];
@@ -323,7 +375,7 @@ static int gate_check(uintptr_t comm) {
 			return CAPI_PENDING;
 		}
 	}
-	if (group_depth > 0) {
+	if (queues && group_depth > 0) {
 		group_track(comm);
 	}
 	return 0;
@@ -359,8 +411,9 @@ static int leaks_group_depth(int sym) { return sym == CAPI_SYM_ncclCommDestroy |
 		if (!f) {                                                       \
 			return missing_nccl();                                  \
 		}                                                               \
-		if (gate_check((uintptr_t)(gate))) {                            \
-			capi_status p = {CAPI_PENDING, NULL};                   \
+		int g_ = gate_check(CAPI_SYM_##name, (uintptr_t)(gate));       \
+		if (g_) {                                                       \
+			capi_status p = {g_, NULL};                             \
 			return p;                                               \
 		}                                                               \
 		capi_status s = nccl_status(f args);                            \
@@ -481,8 +534,9 @@ capi_status capi_ncclCommGrow(uintptr_t ctx, uintptr_t comm, int nranks, const c
 	if (!f) {
 		return missing_nccl();
 	}
-	if (gate_check(comm)) {
-		capi_status p = {CAPI_PENDING, NULL};
+	int g = gate_check(CAPI_SYM_ncclCommGrow, comm);
+	if (g) {
+		capi_status p = {g, NULL};
 		return p;
 	}
 	CAPI_WITH_CTX_TRACK(ctx, f((void *)comm, nranks, id, rank, (void **)newcomm, config), newcomm);

@@ -26,6 +26,7 @@ enum {
 	CAPI_MISSING = -1,    // the loaded library lacks the symbol
 	CAPI_NOT_LOADED = -2, // no library is loaded
 	CAPI_PENDING = -3,    // the communicator's previous operation is still in progress
+	CAPI_HELD = -4,       // another thread's open group holds the communicator's work: not called
 };
 
 // ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ const (
 	Missing   int32 = -1 // the loaded library lacks the symbol
 	NotLoaded int32 = -2 // no library is loaded (or no cgo in this build)
 	Pending   int32 = -3 // the communicator's previous operation is still in progress: not called
+	Held      int32 = -4 // another thread's open group holds the communicator's work: not called
 )
 
 // Magic numbers and sizes of NCCL's structs.
