@@ -231,12 +231,12 @@ func (c *Communicator) afterCall(ctx context.Context, op, fn string, st capi.Sta
 func (c *Communicator) lockPrepared(op string) (uintptr, error) {
 	for {
 		ptr, err := c.lockLive(op)
-		if err != nil || (c.coll.ptr == ptr && c.identity && !c.finalized) {
+		if err != nil || (c.coll.ptr == ptr && c.identity && !c.finalized && !c.revoked) {
 			return ptr, err
 		}
-		if c.finalized {
+		if err := c.noNewWorkLocked(op); err != nil {
 			c.mu.Unlock()
-			return 0, errFinalized(op)
+			return 0, err
 		}
 		c.mu.Unlock()
 		if err := c.prepare(op); err != nil {
@@ -281,7 +281,14 @@ func (c *Communicator) readComputeCapability(op string) error {
 	return nil
 }
 
-// errFinalized is the error of new work on a finalized communicator.
-func errFinalized(op string) error {
-	return fmt.Errorf("nccl: %s: communicator finalized (by Finalize, or by a Destroy under way): it takes no new operations: %w", op, ErrClosed)
+// noNewWorkLocked refuses new work on a finalized or revoked communicator
+// (mu held).
+func (c *Communicator) noNewWorkLocked(op string) error {
+	switch {
+	case c.finalized:
+		return fmt.Errorf("nccl: %s: communicator finalized (by Finalize, or by a Destroy under way): it takes no new operations: %w", op, ErrClosed)
+	case c.revoked:
+		return fmt.Errorf("nccl: %s: communicator revoked: it takes no new operations (Split, Shrink, Destroy or Abort it): %w", op, ErrClosed)
+	}
+	return nil
 }

@@ -46,6 +46,7 @@ type Communicator struct {
 	rank      int
 	identity  bool // nranks and rank are cached
 	finalized bool // Finalize was called (NCCL rejects a second one)
+	revoked   bool // Revoke was called (NCCL then refuses Finalize and new work)
 	creating  bool // Initialize is inside NCCL's init, without mu
 	abortReq  bool // Abort was called while creating: abort once created
 	nbCounted bool // counted in capi.NonBlockingAdd (NCCL runs it non-blocking)
@@ -277,7 +278,7 @@ func (c *Communicator) adoptLocked(ptr uintptr, dev int, blocking bool) {
 		}
 		c.nbCounted = nb
 	}
-	c.identity, c.finalized, c.props, c.propsErr, c.resources = false, false, nil, nil, nil
+	c.identity, c.finalized, c.revoked, c.props, c.propsErr, c.resources = false, false, false, nil, nil, nil
 	register(c)
 	c.watchLeak()
 }
@@ -523,14 +524,17 @@ func (c *Communicator) FinalizeContext(ctx context.Context) error {
 	if c == nil || c.Ptr() == 0 {
 		return nil
 	}
-	if err := c.notInGroup("Finalize"); err != nil {
+	if err := c.notInGroup("Finalize", c.Ptr()); err != nil {
 		return err
 	}
 	c.mu.Lock()
-	done := c.finalized
+	done, revoked := c.finalized, c.revoked
 	c.mu.Unlock()
 	if done {
 		return fmt.Errorf("nccl: Finalize: communicator already finalized: %w", ErrInvalidUsage)
+	}
+	if revoked {
+		return fmt.Errorf("nccl: Finalize: communicator revoked: NCCL allows no Finalize after Revoke (Destroy or Abort it): %w", ErrInvalidUsage)
 	}
 	err := c.call(ctx, "Finalize", "ncclCommFinalize", func(ptr uintptr) capi.Status {
 		st := capi.CommFinalize(ptr)
@@ -570,7 +574,7 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 		return fmt.Errorf("nccl: Destroy: communicator already %s: %w", st, ErrClosed)
 	}
 	c.mu.Unlock()
-	if err := c.notInGroup("Destroy"); err != nil {
+	if err := c.notInGroup("Destroy", c.Ptr()); err != nil {
 		return err
 	}
 	// Let an operation in flight end first, so that resources close cleanly.
@@ -582,11 +586,16 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	c.mu.Lock()
-	finalized := c.finalized
+	finalized := c.finalized || c.revoked
 	c.mu.Unlock()
 	var err error
 	if !finalized {
 		err = c.FinalizeContext(ctx)
+		if errors.Is(err, ErrInvalidUsage) {
+			// Refused before NCCL (another goroutine's group took the
+			// communicator meanwhile): nothing was finalized or freed.
+			return errors.Join(append(errs, err)...)
+		}
 	}
 	if err == nil {
 		err = c.wait(ctx, "Destroy") // a non-blocking communicator's finalize
@@ -611,8 +620,12 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 // ErrClosed. During a blocking Init (which NCCL gives no handle to) it
 // returns an error wrapping ErrInProgress, and the Init aborts the
 // communicator as soon as NCCL returns it. Inside a group, or while
-// another goroutine's group holds operations of the communicator, it
-// returns an error wrapping ErrInvalidUsage. Not collective in this process's view; NCCL asks every active
+// another goroutine's group holds operations of the communicator (until
+// that group's end returns), it returns an error wrapping ErrInvalidUsage:
+// to be able to abort operations that may hang, make the communicator
+// non-blocking, whose group end returns at once. A goroutine that exits
+// inside a group (GroupStart without GroupEnd) releases its holds when Go
+// ends its thread. Not collective in this process's view; NCCL asks every active
 // rank to abort. NCCL 2.4.2.
 func (c *Communicator) Abort() error {
 	if c == nil || c.abandonPending() {
@@ -635,7 +648,7 @@ func (c *Communicator) Abort() error {
 		return fmt.Errorf("nccl: Abort: communicator already %s: %w", st, ErrClosed)
 	}
 	c.mu.Unlock()
-	if err := c.notInGroup("Abort"); err != nil {
+	if err := c.notInGroup("Abort", c.Ptr()); err != nil {
 		return err
 	}
 	err := c.closeResources()
@@ -646,11 +659,11 @@ func (c *Communicator) Abort() error {
 // thread (NCCL would defer the work to the group's end, after the binding
 // freed what it writes) or while another thread's group holds operations
 // of c (its end would use the freed communicator).
-func (c *Communicator) notInGroup(op string) error {
+func (c *Communicator) notInGroup(op string, ptr uintptr) error {
 	if capi.GroupDepth() > 0 {
 		return fmt.Errorf("nccl: %s: inside a group: NCCL would defer it to the group's end; call it after the group: %w", op, ErrInvalidUsage)
 	}
-	if p := c.Ptr(); p != 0 && capi.GroupHeld(p) > 0 {
+	if ptr != 0 && capi.GroupHeld(ptr) > 0 {
 		return fmt.Errorf("nccl: %s: the communicator has operations in a group another goroutine has not ended: end that group first: %w", op, ErrInvalidUsage)
 	}
 	return nil
@@ -664,6 +677,11 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		return nil // aborted meanwhile
 	}
 	ptr := c.ptr
+	// Checked again under mu, which every call that would add a group's
+	// hold on c takes: no group can take c between this check and the free.
+	if err := c.notInGroup(op, ptr); err != nil {
+		return err
+	}
 	// Resources made after Destroy closed them (another goroutine) go now,
 	// while the communicator they need is still there.
 	var resErr error

@@ -37,17 +37,23 @@ func GroupContext(ctx context.Context, fn func() error) (err error) {
 	}
 	depth := capi.GroupDepth()
 	defer func() {
-		// A GroupStart inside fn without its GroupEnd: end it here, so
-		// that the group's own end closes the right level.
-		for capi.GroupDepth() > depth {
-			capi.GroupEnd()
-			takeEnded()
-			runtime.UnlockOSThread()
-			err = errors.Join(err, fmt.Errorf("nccl: Group: fn left a GroupStart without its GroupEnd (ended now): %w", ErrInvalidUsage))
-		}
-		err = errors.Join(err, groupEnd(ctx))
+		err = errors.Join(err, endLeftOpen("Group", depth), groupEnd(ctx))
 	}()
 	return fn()
+}
+
+// endLeftOpen ends the levels a GroupStart inside fn left open above depth
+// (the caller's own level), so that the caller's end closes its own level,
+// and says so.
+func endLeftOpen(op string, depth int) error {
+	var err error
+	for capi.GroupDepth() > depth {
+		capi.GroupEnd()
+		takeEnded()
+		runtime.UnlockOSThread()
+		err = fmt.Errorf("nccl: %s: fn left a GroupStart without its GroupEnd (ended now): %w", op, ErrInvalidUsage)
+	}
+	return err
 }
 
 // GroupStart opens a group (ncclGroupStart). NCCL's groups belong to the
@@ -187,10 +193,12 @@ func GroupSimulate(fn func() error) (est time.Duration, err error) {
 	if err := statusErr(op, "ncclGroupStart", capi.GroupStart()); err != nil {
 		return 0, err
 	}
+	depth := capi.GroupDepth()
 	tid := threadID()
 	simEnter(tid)
 	defer func() {
 		refused := simLeave(tid)
+		leftOpen := endLeftOpen(op, depth)
 		t, st := capi.GroupSimulateEnd(uint32(deviceAPIVersion(r)))
 		used := takeEnded()
 		var endErr error
@@ -208,7 +216,7 @@ func GroupSimulate(fn func() error) (est time.Duration, err error) {
 		if refused > 0 && err == nil {
 			err = errSimulated(fmt.Sprintf("%d operation(s) of the group", refused))
 		}
-		err = errors.Join(err, endErr, waitUsed(context.Background(), op, used))
+		err = errors.Join(err, leftOpen, endErr, waitUsed(context.Background(), op, used))
 		if err != nil {
 			est = 0
 		}

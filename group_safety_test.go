@@ -244,3 +244,91 @@ func TestOtherGoroutineCannotQueueIntoHeldCommunicator(t *testing.T) {
 		}
 	})
 }
+
+// A child made by Split in one group is usable in a later group that also
+// uses the parent, from this goroutine and from another.
+func TestSplitChildInLaterGroup(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		p := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		var child *nccl.Communicator
+		if err := nccl.Group(func() error {
+			var err error
+			child, err = p.Split(0, 0, nil)
+			return err
+		}); err != nil {
+			t.Fatalf("Group with Split: %v", err)
+		}
+		defer child.Destroy()
+		step := func() error {
+			return nccl.Group(func() error {
+				return errors.Join(p.AllReduce(b, b, nccl.Sum, cuda.Stream{}), child.AllReduce(b, b, nccl.Sum, cuda.Stream{}))
+			})
+		}
+		if err := step(); err != nil {
+			t.Errorf("a later group over the parent and the child: %v", err)
+		}
+		done := make(chan error)
+		go func() { done <- step() }()
+		if err := <-done; err != nil {
+			t.Errorf("the same from another goroutine: %v", err)
+		}
+	})
+}
+
+// GroupSimulate ends a GroupStart its function left open, says so, and
+// leaves no group open and no hold on the communicator.
+func TestGroupSimulateEndsUnmatchedGroupStart(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		_, err := nccl.GroupSimulate(func() error {
+			if err := nccl.GroupStart(); err != nil {
+				return err
+			}
+			return c.AllReduce(b, b, nccl.Sum, cuda.Stream{})
+		})
+		wantUsage(t, "GroupSimulate with a GroupStart left open", err, "without its GroupEnd")
+		wantUsage(t, "GroupEnd after GroupSimulate", nccl.GroupEnd(), "not in a group")
+		done := make(chan error)
+		go func() { done <- c.AllReduce(b, b, nccl.Sum, cuda.Stream{}) }()
+		if err := <-done; err != nil {
+			t.Errorf("AllReduce from another goroutine after the simulation: %v", err)
+		}
+	})
+}
+
+// After Finalize no child can be made; after Revoke collectives are
+// refused and Finalize is not allowed, but Split still works.
+func TestFinalizedAndRevoked(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		if err := c.Finalize(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Split(0, 0, nil); !errors.Is(err, nccl.ErrClosed) || !strings.Contains(err.Error(), "finalized") {
+			t.Errorf("Split after Finalize: %v, want ErrClosed", err)
+		}
+		noNCCLCall(t, "ncclCommSplit")
+
+		r := collComm(t, 2, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		if err := r.Revoke(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.AllReduce(b, b, nccl.Sum, cuda.Stream{}); !errors.Is(err, nccl.ErrClosed) || !strings.Contains(err.Error(), "revoked") {
+			t.Errorf("AllReduce after Revoke: %v, want ErrClosed naming the revoke", err)
+		}
+		wantUsage(t, "Finalize after Revoke", r.Finalize(), "revoked")
+		child, err := r.Split(0, 0, nil)
+		if err != nil {
+			t.Fatalf("Split after Revoke: %v", err)
+		}
+		if err := child.Destroy(); err != nil {
+			t.Errorf("child Destroy: %v", err)
+		}
+		if err := r.Destroy(); err != nil {
+			t.Errorf("Destroy after Revoke: %v", err)
+		}
+	})
+}

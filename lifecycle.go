@@ -170,11 +170,11 @@ func (c *Communicator) completionLocked(st capi.Status) completion {
 }
 
 // groupOpenLocked reports whether the group of a call made inside one has
-// not ended yet (mu held). Another thread's group that ended meanwhile also
-// counts in groupEnds: while any group still holds c, the call's group is
-// taken as open (a later resolution, never an early one).
+// not ended yet (mu held). Only that group can have ended on c since: while
+// it held c, no other thread's group could queue work on c (the shim's
+// CAPI_HELD).
 func (c *Communicator) groupOpenLocked(cp completion) bool {
-	return cp.inGroup && (c.life.groupEnds == cp.seq || (c.ptr != 0 && capi.GroupHeld(c.ptr) > 0))
+	return cp.inGroup && c.life.groupEnds == cp.seq
 }
 
 // jobDoneLocked reports whether the job behind cp is over (mu held); err is
@@ -567,6 +567,12 @@ func (c *Communicator) makeChild(ctx context.Context, op, fn string, cfg *Config
 			cc.cell.Free()
 			return nil, err
 		}
+		if c.finalized {
+			err := c.noNewWorkLocked(op)
+			c.mu.Unlock()
+			cc.cell.Free()
+			return nil, err
+		}
 		st = call(ptr, cc.cell, ccfg)
 		if st.Code == capi.Pending {
 			c.mu.Unlock()
@@ -735,6 +741,12 @@ func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID
 				cell.Free()
 				return nil, err
 			}
+			if c.finalized {
+				err := c.noNewWorkLocked(op)
+				c.mu.Unlock()
+				cell.Free()
+				return nil, err
+			}
 		}
 		st = capi.CommGrow(cctx, ptr, nranks, raw, rank, cell, ccfg)
 		if existing {
@@ -795,7 +807,7 @@ func (c *Communicator) RevokeContext(ctx context.Context, flags int) error {
 	return c.call(ctx, op, "ncclCommRevoke", func(ptr uintptr) capi.Status {
 		st := capi.CommRevoke(ptr, flags)
 		if st.Code == 0 || Result(st.Code) == InProgress {
-			c.finalized = true // NCCL marks it finalized (mu is held by call)
+			c.revoked = true // mu is held by call
 		}
 		return st
 	})

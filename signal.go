@@ -69,9 +69,9 @@ func (c *Communicator) lockRMA(op, fn string, sdev int) (uintptr, error) {
 		if err != nil {
 			return 0, err
 		}
-		if c.finalized {
+		if err := c.noNewWorkLocked(op); err != nil {
 			c.mu.Unlock()
-			return 0, errFinalized(op)
+			return 0, err
 		}
 		err = c.rmaCheckLocked(op, fn, ptr)
 		if err == nil {

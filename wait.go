@@ -137,7 +137,11 @@ func (c *Communicator) wait(ctx context.Context, op string) error {
 // cancel aborts the communicator because ctx ended while op was in progress.
 func (c *Communicator) cancel(ctx context.Context, op string) error {
 	abortErr := c.Abort()
-	state := &Error{Op: op, Code: InProgress, Detail: "aborted: " + context.Cause(ctx).Error()}
+	what := "aborted: "
+	if abortErr != nil {
+		what = "not aborted (see the next error): "
+	}
+	state := &Error{Op: op, Code: InProgress, Detail: what + context.Cause(ctx).Error()}
 	return errors.Join(ctx.Err(), state, abortErr)
 }
 

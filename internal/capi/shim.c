@@ -239,6 +239,28 @@ int capi_group_held(uintptr_t comm) {
 	return n;
 }
 
+// A thread that ends with a group open (a goroutine that exits after
+// GroupStart, which locked it to the thread) releases its holds here.
+static pthread_key_t group_key;
+static pthread_once_t group_key_once = PTHREAD_ONCE_INIT;
+
+static void group_thread_exit(void *unused) {
+	(void)unused;
+	for (int i = 0; i < group_ncomms; i++) {
+		held_add(group_comms[i], -1);
+	}
+	group_ncomms = 0;
+	free(group_comms);
+	group_comms = NULL;
+	group_cap = 0;
+}
+
+static void group_key_init(void) {
+	if (pthread_key_create(&group_key, group_thread_exit) != 0) {
+		group_key = 0;
+	}
+}
+
 // group_holds reports whether the calling thread's open group holds comm.
 static int group_holds(uintptr_t comm) {
 	for (int i = 0; i < group_ncomms; i++) {
@@ -260,6 +282,10 @@ static void group_track(uintptr_t comm) {
 		uintptr_t *p = realloc(group_comms, cap * sizeof *p);
 		if (!p) {
 			return; // the Go side then waits for nothing it cannot name
+		}
+		if (!group_comms) {
+			pthread_once(&group_key_once, group_key_init);
+			pthread_setspecific(group_key, (void *)1); // run group_thread_exit at exit
 		}
 		group_comms = p;
 		group_cap = cap;

@@ -1,0 +1,60 @@
+package nccl_test
+
+import (
+	"errors"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
+)
+
+// A goroutine that exits with a group open ends its thread; the thread's
+// holds on communicators go with it, so that they can be aborted.
+func TestHoldsReleasedWhenThreadExitsInGroup(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		// Go ends the thread of a goroutine that exits locked to it, except
+		// the process's main thread, which it parks: run on another.
+		for {
+			done := make(chan error)
+			onMain := make(chan bool)
+			go func() {
+				runtime.LockOSThread()
+				main := syscall.Gettid() == syscall.Getpid()
+				onMain <- main
+				if main {
+					runtime.UnlockOSThread()
+					return
+				}
+				if err := nccl.GroupStart(); err != nil {
+					done <- err
+					return
+				}
+				done <- c.AllReduce(b, b, nccl.Sum, cuda.Stream{})
+				// Exits still locked to its thread (twice): Go ends the thread.
+			}()
+			if <-onMain {
+				continue
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			err := c.Abort()
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, nccl.ErrInvalidUsage) || time.Now().After(deadline) {
+				t.Fatalf("Abort after the holding thread ended: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
