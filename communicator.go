@@ -550,7 +550,11 @@ func (c *Communicator) FinalizeContext(ctx context.Context) error {
 // its peers) and frees it (ncclCommFinalize, ncclCommDestroy). Collective
 // among the ranks of one node unless Finalize was called. A no-op on a null
 // communicator; after Destroy or Abort it returns an error wrapping
-// ErrClosed. NCCL 2.3.5.
+// ErrClosed. Inside a group, or while another goroutine's open group holds
+// operations of the communicator, it returns an error wrapping
+// ErrInvalidUsage and leaves the communicator allocated (its resources may
+// already be closed, and it may be finalized): call Destroy again after
+// that group. NCCL 2.3.5.
 func (c *Communicator) Destroy() error { return c.DestroyContext(context.Background()) }
 
 // DestroyContext is Destroy (ncclCommFinalize then ncclCommDestroy,
@@ -591,7 +595,8 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 	var err error
 	if !finalized {
 		err = c.FinalizeContext(ctx)
-		if errors.Is(err, ErrInvalidUsage) {
+		var refused *groupRefusal
+		if errors.As(err, &refused) {
 			// Refused before NCCL (another goroutine's group took the
 			// communicator meanwhile): nothing was finalized or freed.
 			return errors.Join(append(errs, err)...)
@@ -623,9 +628,11 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 // another goroutine's group holds operations of the communicator (until
 // that group's end returns), it returns an error wrapping ErrInvalidUsage:
 // to be able to abort operations that may hang, make the communicator
-// non-blocking, whose group end returns at once. A goroutine that exits
-// inside a group (GroupStart without GroupEnd) releases its holds when Go
-// ends its thread. Not collective in this process's view; NCCL asks every active
+// non-blocking, whose group end returns at once. When a goroutine exits
+// inside a group (GroupStart without GroupEnd) and Go ends its thread, its
+// communicators refuse new work (NCCL can never run what that group
+// queued) and can be aborted; Go parks the main thread instead of ending
+// it, so there the holds stay. Not collective in this process's view; NCCL asks every active
 // rank to abort. NCCL 2.4.2.
 func (c *Communicator) Abort() error {
 	if c == nil || c.abandonPending() {
@@ -661,10 +668,10 @@ func (c *Communicator) Abort() error {
 // of c (its end would use the freed communicator).
 func (c *Communicator) notInGroup(op string, ptr uintptr) error {
 	if capi.GroupDepth() > 0 {
-		return fmt.Errorf("nccl: %s: inside a group: NCCL would defer it to the group's end; call it after the group: %w", op, ErrInvalidUsage)
+		return &groupRefusal{fmt.Sprintf("nccl: %s: inside a group: NCCL would defer it to the group's end; call it after the group", op)}
 	}
 	if ptr != 0 && capi.GroupHeld(ptr) > 0 {
-		return fmt.Errorf("nccl: %s: the communicator has operations in a group another goroutine has not ended: end that group first: %w", op, ErrInvalidUsage)
+		return &groupRefusal{fmt.Sprintf("nccl: %s: the communicator has operations in a group another goroutine has not ended: end that group first", op)}
 	}
 	return nil
 }
@@ -708,6 +715,7 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		abortErr = statusErr(op, "ncclCommAbort", capi.CommAbort(ptr))
 	}
 	registry.Delete(ptr)
+	capi.GroupForget(ptr)
 	c.lifeAfterReleaseLocked(final, broken)
 	c.ptr, c.state, c.resources = 0, final, nil
 	if c.nbCounted {

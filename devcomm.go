@@ -280,6 +280,10 @@ func (c *Communicator) CreateDevCommContext(ctx context.Context, reqs *DevCommRe
 		if err != nil {
 			return nil, err
 		}
+		if err := c.noNewWorkLocked(op); err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
 		store := capi.NewDevComm()
 		st := capi.DevCommCreate(ptr, raw, store)
 		if st.Code == capi.Pending {

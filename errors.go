@@ -193,6 +193,14 @@ func joinDistinct(errs ...error) error {
 	return errors.Join(out...)
 }
 
+// groupRefusal is the binding's refusal to act on a communicator because
+// of a group (open on this thread, or holding it on another): nothing was
+// done. It matches ErrInvalidUsage.
+type groupRefusal struct{ msg string }
+
+func (e *groupRefusal) Error() string        { return e.msg + ": " + ErrInvalidUsage.Error() }
+func (e *groupRefusal) Is(target error) bool { return target == ErrInvalidUsage }
+
 // statusErr turns a shim status into an error; fn is the C function, for
 // the missing-symbol case.
 func statusErr(op, fn string, st capi.Status) error {
@@ -204,7 +212,9 @@ func statusErr(op, fn string, st capi.Status) error {
 	case capi.NotLoaded:
 		return fmt.Errorf("nccl: %s: %w", op, ErrLibraryNotFound)
 	case capi.Held:
-		return fmt.Errorf("nccl: %s: another goroutine's open group holds operations of this communicator (its queue belongs to one group at a time): end that group first: %w", op, ErrInvalidUsage)
+		return &groupRefusal{fmt.Sprintf("nccl: %s: another goroutine's open group holds operations of this communicator (its queue belongs to one group at a time): end that group first", op)}
+	case capi.Orphaned:
+		return fmt.Errorf("nccl: %s: a goroutine exited inside a group (GroupStart without GroupEnd) holding operations of this communicator, which NCCL can never run: Abort or Destroy it: %w", op, ErrInvalidUsage)
 	}
 	return &Error{Op: op, Code: Result(st.Code), Detail: st.Detail}
 }

@@ -133,6 +133,9 @@ func takeEnded() []uintptr {
 	for _, p := range used {
 		groupEnded(p)
 	}
+	// Only now may other threads queue work on them: a call of theirs
+	// made before groupEnded would look ended with this group.
+	capi.GroupRelease(used)
 	return used
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,5 +331,109 @@ func TestFinalizedAndRevoked(t *testing.T) {
 		if err := r.Destroy(); err != nil {
 			t.Errorf("Destroy after Revoke: %v", err)
 		}
+	})
+}
+
+// Groups of other goroutines end while this goroutine's group makes Split
+// children and windows on the same communicator (or is refused, when
+// another group holds it): a child or window never settles before its own
+// group's end.
+func TestGroupOutputsUnderConcurrentGroups(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		p := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		mem := mustMemAlloc[float32](t, 0, 1024)
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					nccl.Group(func() error { return p.AllReduce(b, b, nccl.Sum, cuda.Stream{}) })
+				}
+			}()
+		}
+		made := 0
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+			var child *nccl.Communicator
+			var w *nccl.Window
+			err := nccl.Group(func() error {
+				var err error
+				if child, err = p.Split(0, 0, nil); err != nil {
+					return err
+				}
+				if w, err = p.RegisterWindow(nccl.BufferOf(mem), 0); err != nil {
+					return err
+				}
+				time.Sleep(20 * time.Microsecond) // let the other groups end meanwhile
+				if _, err := child.NRanks(); !errors.Is(err, nccl.ErrInProgress) {
+					t.Errorf("Split child settled inside its own open group: %v", err)
+				}
+				return nil
+			})
+			if err != nil {
+				if !errors.Is(err, nccl.ErrInvalidUsage) {
+					t.Fatalf("group: %v", err)
+				}
+				continue // another goroutine's group held p
+			}
+			made++
+			if n, err := child.NRanks(); err != nil || n != 1 {
+				t.Errorf("child after its group: %d, %v", n, err)
+			}
+			if err := w.Close(); err != nil {
+				t.Errorf("window Close: %v", err)
+			}
+			child.Destroy()
+		}
+		stop.Store(true)
+		wg.Wait()
+		if made == 0 {
+			t.Error("no group of Split and RegisterWindow went through in 1 s")
+		}
+		t.Logf("%d groups with a Split and a window", made)
+	})
+}
+
+// A Finalize that NCCL fails does not stop Destroy from freeing the
+// communicator (only the binding's own group refusals do).
+func TestDestroyAfterFailedFinalize(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		id, err := nccl.NewUniqueID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := nccl.Init(2, 0, id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Destroy(); !errors.Is(err, nccl.ErrInvalidUsage) {
+			t.Errorf("Destroy with a failing finalize: %v, want NCCL's invalid usage reported", err)
+		}
+		if c.IsValid() {
+			t.Error("Destroy left the communicator allocated after NCCL failed its finalize")
+		}
+	}, "FAKE_NCCL_FAIL=ncclCommFinalize=5")
+}
+
+// No device communicator after Finalize or Revoke.
+func TestDevCommAfterFinalizeOrRevoke(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		f := collComm(t, 2, 0, 0)
+		if err := f.Finalize(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.CreateDevComm(nil); !errors.Is(err, nccl.ErrClosed) {
+			t.Errorf("CreateDevComm after Finalize: %v, want ErrClosed", err)
+		}
+		r := collComm(t, 2, 0, 0)
+		if err := r.Revoke(0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.CreateDevComm(nil); !errors.Is(err, nccl.ErrClosed) {
+			t.Errorf("CreateDevComm after Revoke: %v, want ErrClosed", err)
+		}
+		noNCCLCall(t, "ncclDevCommCreate")
 	})
 }

@@ -3,6 +3,7 @@ package nccl_test
 import (
 	"errors"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -11,9 +12,9 @@ import (
 	"github.com/nccl4go/nccl/cuda"
 )
 
-// A goroutine that exits with a group open ends its thread; the thread's
-// holds on communicators go with it, so that they can be aborted.
-func TestHoldsReleasedWhenThreadExitsInGroup(t *testing.T) {
+// A goroutine that exits with a group open ends its thread: its
+// communicators then refuse new work but can be aborted.
+func TestThreadExitInsideGroup(t *testing.T) {
 	collFake(t, func(t *testing.T) {
 		c := collComm(t, 1, 0, 0)
 		b := collBuf(t, 0, f32s(4)...)
@@ -45,7 +46,19 @@ func TestHoldsReleasedWhenThreadExitsInGroup(t *testing.T) {
 			}
 			break
 		}
+		// Once the thread is gone, the communicator refuses new work (NCCL
+		// can never run what the dead thread's group queued).
 		deadline := time.Now().Add(3 * time.Second)
+		for {
+			err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{})
+			if errors.Is(err, nccl.ErrInvalidUsage) && strings.Contains(err.Error(), "exited inside a group") {
+				break
+			}
+			if !errors.Is(err, nccl.ErrInvalidUsage) || time.Now().After(deadline) {
+				t.Fatalf("AllReduce after the holding thread ended: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		for {
 			err := c.Abort()
 			if err == nil {
@@ -55,6 +68,11 @@ func TestHoldsReleasedWhenThreadExitsInGroup(t *testing.T) {
 				t.Fatalf("Abort after the holding thread ended: %v", err)
 			}
 			time.Sleep(10 * time.Millisecond)
+		}
+		// The shim forgot the freed communicator: a new one works.
+		d := collComm(t, 1, 0, 0)
+		if err := d.AllReduce(b, b, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Errorf("AllReduce on a new communicator: %v", err)
 		}
 	})
 }

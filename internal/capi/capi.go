@@ -640,9 +640,20 @@ func NonBlockingAdd(delta int) { C.capi_nonblocking_add(C.int(delta)) }
 // GroupDepth is the calling thread's group nesting depth as the shim counts it.
 func GroupDepth() int { return int(C.capi_group_depth()) }
 
-// GroupHeld is how many threads' open groups hold work of comm (from the
-// group's first call on comm until GroupTake after its end).
+// GroupHeld is how many threads' open groups hold work of comm: from the
+// group's first call that queues work on comm until GroupRelease after its
+// end.
 func GroupHeld(comm uintptr) int { return int(C.capi_group_held(C.uintptr_t(comm))) }
+
+// GroupRelease releases the holds of the communicators GroupTake returned.
+func GroupRelease(comms []uintptr) {
+	if len(comms) > 0 {
+		C.capi_group_release((*C.uintptr_t)(unsafe.Pointer(&comms[0])), C.int(len(comms)))
+	}
+}
+
+// GroupForget drops the shim's records of comm, once freed.
+func GroupForget(comm uintptr) { C.capi_group_forget(C.uintptr_t(comm)) }
 
 // GroupMark marks the calling thread's innermost group as opened by a
 // manual GroupStart.
@@ -653,7 +664,8 @@ func GroupMark() { C.capi_group_mark() }
 func GroupInnerManual() bool { return C.capi_group_inner_manual() != 0 }
 
 // GroupTake returns the communicators the calling thread's outermost group
-// used and clears the list. Call it on the thread that ended the group.
+// used and clears the list; their holds stay until GroupRelease. Call it
+// on the thread that ended the group.
 func GroupTake() []uintptr {
 	var buf [64]C.uintptr_t
 	n := int(C.capi_group_take(&buf[0], C.int(len(buf))))

@@ -190,7 +190,8 @@ static __thread unsigned long long group_manual;
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct held_entry {
 	uintptr_t comm;
-	int n;
+	int n;      // threads whose open group holds comm
+	int orphan; // a thread ended with comm in its open group: NCCL can never run that work
 } *held;
 static int held_len, held_cap;
 static int held_any; // held_len, read without the lock by the gate
@@ -214,11 +215,12 @@ static void held_add(uintptr_t comm, int delta) {
 		}
 		held[held_len].comm = comm;
 		held[held_len].n = 0;
+		held[held_len].orphan = 0;
 		held_len++;
 	}
 	if (i < held_len) {
 		held[i].n += delta;
-		if (held[i].n <= 0) {
+		if (held[i].n <= 0 && !held[i].orphan) {
 			held[i] = held[--held_len];
 		}
 	}
@@ -226,12 +228,16 @@ static void held_add(uintptr_t comm, int delta) {
 	pthread_mutex_unlock(&held_mu);
 }
 
-int capi_group_held(uintptr_t comm) {
+// held_state returns how many open groups hold comm, and in *orphan
+// whether a thread ended holding it.
+static int held_state(uintptr_t comm, int *orphan) {
 	int n = 0;
+	*orphan = 0;
 	pthread_mutex_lock(&held_mu);
 	for (int i = 0; i < held_len; i++) {
 		if (held[i].comm == comm) {
 			n = held[i].n;
+			*orphan = held[i].orphan;
 			break;
 		}
 	}
@@ -239,14 +245,43 @@ int capi_group_held(uintptr_t comm) {
 	return n;
 }
 
+int capi_group_held(uintptr_t comm) {
+	int orphan;
+	return held_state(comm, &orphan);
+}
+
+void capi_group_forget(uintptr_t comm) {
+	pthread_mutex_lock(&held_mu);
+	for (int i = 0; i < held_len; i++) {
+		if (held[i].comm == comm) {
+			held[i] = held[--held_len];
+			break;
+		}
+	}
+	__atomic_store_n(&held_any, held_len, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&held_mu);
+}
+
 // A thread that ends with a group open (a goroutine that exits after
 // GroupStart, which locked it to the thread) releases its holds here.
+// Its communicators stay linked in NCCL's group state of a thread that no
+// longer exists: they are marked orphaned, and refuse new work; they can
+// still be aborted or destroyed (capi_group_forget then drops the mark).
 static pthread_key_t group_key;
+static int group_key_ok;
 static pthread_once_t group_key_once = PTHREAD_ONCE_INIT;
 
 static void group_thread_exit(void *unused) {
 	(void)unused;
 	for (int i = 0; i < group_ncomms; i++) {
+		pthread_mutex_lock(&held_mu);
+		for (int j = 0; j < held_len; j++) {
+			if (held[j].comm == group_comms[i]) {
+				held[j].orphan = 1;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&held_mu);
 		held_add(group_comms[i], -1);
 	}
 	group_ncomms = 0;
@@ -255,11 +290,7 @@ static void group_thread_exit(void *unused) {
 	group_cap = 0;
 }
 
-static void group_key_init(void) {
-	if (pthread_key_create(&group_key, group_thread_exit) != 0) {
-		group_key = 0;
-	}
-}
+static void group_key_init(void) { group_key_ok = pthread_key_create(&group_key, group_thread_exit) == 0; }
 
 // group_holds reports whether the calling thread's open group holds comm.
 static int group_holds(uintptr_t comm) {
@@ -285,7 +316,9 @@ static void group_track(uintptr_t comm) {
 		}
 		if (!group_comms) {
 			pthread_once(&group_key_once, group_key_init);
-			pthread_setspecific(group_key, (void *)1); // run group_thread_exit at exit
+			if (group_key_ok) {
+				pthread_setspecific(group_key, (void *)1); // run group_thread_exit at exit
+			}
 		}
 		group_comms = p;
 		group_cap = cap;
@@ -318,12 +351,15 @@ int capi_group_take(uintptr_t *out, int max) {
 		out[i] = group_comms[i];
 	}
 	if (n <= max) {
-		for (int i = 0; i < n; i++) {
-			held_add(group_comms[i], -1);
-		}
 		group_ncomms = 0;
 	}
 	return n;
+}
+
+void capi_group_release(const uintptr_t *comms, int n) {
+	for (int i = 0; i < n; i++) {
+		held_add(comms[i], -1);
+	}
 }
 
 // group_account follows ncclGroupStart/End: NCCL counts the depth even when
@@ -389,9 +425,14 @@ static int gate_check(int sym, uintptr_t comm) {
 		return 0;
 	}
 	int queues = queues_work(sym);
-	if (queues && __atomic_load_n(&held_any, __ATOMIC_RELAXED) > 0 && !group_holds(comm) &&
-	    capi_group_held(comm) > 0) {
-		return CAPI_HELD;
+	if (queues && __atomic_load_n(&held_any, __ATOMIC_RELAXED) > 0 && !group_holds(comm)) {
+		int orphan, n = held_state(comm, &orphan);
+		if (orphan) {
+			return CAPI_ORPHANED;
+		}
+		if (n > 0) {
+			return CAPI_HELD;
+		}
 	}
 	typedef int (*fn_t)(void *, int *);
 	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommGetAsyncError];

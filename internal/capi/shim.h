@@ -27,6 +27,7 @@ enum {
 	CAPI_NOT_LOADED = -2, // no library is loaded
 	CAPI_PENDING = -3,    // the communicator's previous operation is still in progress
 	CAPI_HELD = -4,       // another thread's open group holds the communicator's work: not called
+	CAPI_ORPHANED = -5,   // a thread ended inside a group holding the communicator's work: not called
 };
 
 // ---------------------------------------------------------------------------
@@ -346,6 +347,11 @@ int capi_group_take(uintptr_t *out, int max);
 // capi_group_held: how many threads' groups hold work of comm, from the
 // first gated call in the group until capi_group_take after its end.
 int capi_group_held(uintptr_t comm);
+// capi_group_take does not release the holds of the communicators it
+// returns: capi_group_release does, once the Go side recorded the group's
+// end. capi_group_forget drops every record of a freed communicator.
+void capi_group_release(const uintptr_t *comms, int n);
+void capi_group_forget(uintptr_t comm);
 // capi_group_mark marks the calling thread's innermost group level as
 // opened by a manual GroupStart; capi_group_inner_manual reports whether it
 // was (1 deeper than 64 levels, where levels are not tracked).

@@ -8,6 +8,7 @@ const (
 	NotLoaded int32 = -2 // no library is loaded (or no cgo in this build)
 	Pending   int32 = -3 // the communicator's previous operation is still in progress: not called
 	Held      int32 = -4 // another thread's open group holds the communicator's work: not called
+	Orphaned  int32 = -5 // a thread ended inside a group holding the communicator's work: not called
 )
 
 // Magic numbers and sizes of NCCL's structs.

@@ -476,10 +476,19 @@ func GroupDepth() int {
 	return *new(int)
 }
 
-// GroupHeld is how many threads' open groups hold work of comm (from the
-// group's first call on comm until GroupTake after its end).
+// GroupHeld is how many threads' open groups hold work of comm: from the
+// group's first call that queues work on comm until GroupRelease after its
+// end.
 func GroupHeld(comm uintptr) int {
 	return *new(int)
+}
+
+// GroupRelease releases the holds of the communicators GroupTake returned.
+func GroupRelease(comms []uintptr) {
+}
+
+// GroupForget drops the shim's records of comm, once freed.
+func GroupForget(comm uintptr) {
 }
 
 // GroupMark marks the calling thread's innermost group as opened by a
@@ -494,7 +503,8 @@ func GroupInnerManual() bool {
 }
 
 // GroupTake returns the communicators the calling thread's outermost group
-// used and clears the list. Call it on the thread that ended the group.
+// used and clears the list; their holds stay until GroupRelease. Call it
+// on the thread that ended the group.
 func GroupTake() []uintptr {
 	return *new([]uintptr)
 }
