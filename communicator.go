@@ -590,7 +590,9 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	c.mu.Lock()
-	finalized := c.finalized || c.revoked
+	// An orphaned communicator (a thread ended inside a group holding its
+	// work) can be neither finalized nor destroyed: release aborts it.
+	finalized := c.finalized || c.revoked || (c.ptr != 0 && capi.GroupOrphaned(c.ptr))
 	c.mu.Unlock()
 	var err error
 	if !finalized {
@@ -697,6 +699,14 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 	}
 	c.resources = nil
 	broken := c.lifeBeforeReleaseLocked(op, ptr)
+	// Before the free: once freed, another communicator may get the same
+	// address (and its own records).
+	if fn == "ncclCommDestroy" && capi.GroupOrphaned(ptr) {
+		// Work NCCL can never run is queued on it: abort, do not destroy.
+		f, fn, final = capi.CommAbort, "ncclCommAbort", stateAborted
+	}
+	registry.Delete(ptr)
+	capi.GroupForget(ptr)
 	var st capi.Status
 	for {
 		st = f(ptr)
@@ -714,8 +724,6 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		final = stateAborted
 		abortErr = statusErr(op, "ncclCommAbort", capi.CommAbort(ptr))
 	}
-	registry.Delete(ptr)
-	capi.GroupForget(ptr)
 	c.lifeAfterReleaseLocked(final, broken)
 	c.ptr, c.state, c.resources = 0, final, nil
 	if c.nbCounted {

@@ -652,7 +652,15 @@ func GroupRelease(comms []uintptr) {
 	}
 }
 
-// GroupForget drops the shim's records of comm, once freed.
+// GroupOrphaned reports whether a thread ended inside a group that held
+// work of comm (NCCL can never run that work).
+func GroupOrphaned(comm uintptr) bool { return C.capi_group_orphaned(C.uintptr_t(comm)) != 0 }
+
+// GroupRecords is how many communicators the shim's group table records
+// (held by an open group, or orphaned).
+func GroupRecords() int { return int(C.capi_group_records()) }
+
+// GroupForget drops the shim's records of comm, before it is freed.
 func GroupForget(comm uintptr) { C.capi_group_forget(C.uintptr_t(comm)) }
 
 // GroupMark marks the calling thread's innermost group as opened by a

@@ -184,7 +184,7 @@ static __thread int group_ncomms, group_cap;
 static __thread unsigned long long group_manual;
 
 // Process-wide: how many threads' open groups hold work of each
-// communicator (until the Go side takes the list after the outermost end).
+// communicator (until capi_group_release after the outermost end).
 // Destroy and Abort of a communicator some group holds would free what
 // that group's end still uses.
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -250,6 +250,14 @@ int capi_group_held(uintptr_t comm) {
 	return held_state(comm, &orphan);
 }
 
+int capi_group_orphaned(uintptr_t comm) {
+	int orphan;
+	held_state(comm, &orphan);
+	return orphan;
+}
+
+int capi_group_records(void) { return __atomic_load_n(&held_any, __ATOMIC_RELAXED); }
+
 void capi_group_forget(uintptr_t comm) {
 	pthread_mutex_lock(&held_mu);
 	for (int i = 0; i < held_len; i++) {
@@ -273,17 +281,17 @@ static pthread_once_t group_key_once = PTHREAD_ONCE_INIT;
 
 static void group_thread_exit(void *unused) {
 	(void)unused;
+	pthread_mutex_lock(&held_mu);
 	for (int i = 0; i < group_ncomms; i++) {
-		pthread_mutex_lock(&held_mu);
 		for (int j = 0; j < held_len; j++) {
 			if (held[j].comm == group_comms[i]) {
 				held[j].orphan = 1;
+				held[j].n--;
 				break;
 			}
 		}
-		pthread_mutex_unlock(&held_mu);
-		held_add(group_comms[i], -1);
 	}
+	pthread_mutex_unlock(&held_mu);
 	group_ncomms = 0;
 	free(group_comms);
 	group_comms = NULL;

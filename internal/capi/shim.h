@@ -345,8 +345,13 @@ int capi_group_depth(void);
 void capi_nonblocking_add(int delta);
 int capi_group_take(uintptr_t *out, int max);
 // capi_group_held: how many threads' groups hold work of comm, from the
-// first gated call in the group until capi_group_take after its end.
+// group's first call that queues work on comm until capi_group_release
+// after its end. capi_group_records: how many communicators the table
+// holds a record of (held or orphaned).
 int capi_group_held(uintptr_t comm);
+int capi_group_records(void);
+// capi_group_orphaned: a thread ended inside a group holding comm's work.
+int capi_group_orphaned(uintptr_t comm);
 // capi_group_take does not release the holds of the communicators it
 // returns: capi_group_release does, once the Go side recorded the group's
 // end. capi_group_forget drops every record of a freed communicator.

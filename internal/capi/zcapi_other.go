@@ -487,7 +487,19 @@ func GroupHeld(comm uintptr) int {
 func GroupRelease(comms []uintptr) {
 }
 
-// GroupForget drops the shim's records of comm, once freed.
+// GroupOrphaned reports whether a thread ended inside a group that held
+// work of comm (NCCL can never run that work).
+func GroupOrphaned(comm uintptr) bool {
+	return *new(bool)
+}
+
+// GroupRecords is how many communicators the shim's group table records
+// (held by an open group, or orphaned).
+func GroupRecords() int {
+	return *new(int)
+}
+
+// GroupForget drops the shim's records of comm, before it is freed.
 func GroupForget(comm uintptr) {
 }
 
