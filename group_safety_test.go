@@ -29,6 +29,27 @@ func wantUsage(t *testing.T, what string, err error, words ...string) {
 	}
 }
 
+// openGroupElsewhere runs fn in a Group on another goroutine and returns
+// once fn has returned, with that group still open; end lets the group end
+// and returns its error.
+func openGroupElsewhere(t *testing.T, fn func() error) (end func() error) {
+	t.Helper()
+	inGroup, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- nccl.Group(func() error {
+			err := fn()
+			close(inGroup)
+			<-release
+			return err
+		})
+	}()
+	<-inGroup
+	return func() error {
+		close(release)
+		return <-done
+	}
+}
+
 // Inside a group NCCL would defer Finalize, Destroy and Abort to the
 // group's end, after the binding freed what they write: refused.
 func TestLifecycleInsideGroupRefused(t *testing.T) {
@@ -66,26 +87,11 @@ func TestAbortWhileAnotherGroupHoldsCommunicator(t *testing.T) {
 	collFake(t, func(t *testing.T) {
 		c := collComm(t, 1, 0, 0)
 		b := collBuf(t, 0, f32s(4)...)
-		inGroup, release := make(chan struct{}), make(chan struct{})
-		var groupErr error
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			groupErr = nccl.Group(func() error {
-				err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{})
-				close(inGroup)
-				<-release
-				return err
-			})
-		}()
-		<-inGroup
+		end := openGroupElsewhere(t, func() error { return c.AllReduce(b, b, nccl.Sum, cuda.Stream{}) })
 		wantUsage(t, "Abort during another goroutine's group", c.Abort(), "group another goroutine has not ended")
 		wantUsage(t, "Destroy during another goroutine's group", c.Destroy(), "group another goroutine has not ended")
-		close(release)
-		wg.Wait()
-		if groupErr != nil {
-			t.Fatalf("Group: %v", groupErr)
+		if err := end(); err != nil {
+			t.Fatalf("Group: %v", err)
 		}
 		noNCCLCall(t, "ncclCommAbort")
 		if err := c.Abort(); err != nil {
@@ -200,21 +206,11 @@ func TestOtherGoroutineCannotQueueIntoHeldCommunicator(t *testing.T) {
 		p := collComm(t, 1, 0, 0)
 		b := collBuf(t, 0, f32s(4)...)
 		var child *nccl.Communicator
-		inGroup, release := make(chan struct{}), make(chan struct{})
-		var groupErr error
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			groupErr = nccl.Group(func() error {
-				var err error
-				child, err = p.Split(0, 0, nil)
-				close(inGroup)
-				<-release
-				return err
-			})
-		}()
-		<-inGroup
+		end := openGroupElsewhere(t, func() error {
+			var err error
+			child, err = p.Split(0, 0, nil)
+			return err
+		})
 		wantUsage(t, "a group queueing on the held communicator",
 			nccl.Group(func() error { return p.AllReduce(b, b, nccl.Sum, cuda.Stream{}) }), "another goroutine's open group")
 		wantUsage(t, "a call queueing on the held communicator",
@@ -227,10 +223,8 @@ func TestOtherGoroutineCannotQueueIntoHeldCommunicator(t *testing.T) {
 		if !errors.Is(errBefore, nccl.ErrInProgress) {
 			t.Errorf("child's NRanks while its group is open: %v, want ErrInProgress", errBefore)
 		}
-		close(release)
-		wg.Wait()
-		if groupErr != nil {
-			t.Fatalf("Group with Split: %v", groupErr)
+		if err := end(); err != nil {
+			t.Fatalf("Group with Split: %v", err)
 		}
 		n, err := child.NRanks()
 		if err != nil || n != 1 {

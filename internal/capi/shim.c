@@ -196,12 +196,18 @@ static struct held_entry {
 static int held_len, held_cap;
 static int held_any; // held_len, read without the lock by the gate
 
-static void held_add(uintptr_t comm, int delta) {
-	pthread_mutex_lock(&held_mu);
+// held_find returns comm's index in held, or held_len (held_mu held).
+static int held_find(uintptr_t comm) {
 	int i = 0;
 	while (i < held_len && held[i].comm != comm) {
 		i++;
 	}
+	return i;
+}
+
+static void held_add(uintptr_t comm, int delta) {
+	pthread_mutex_lock(&held_mu);
+	int i = held_find(comm);
 	if (i == held_len && delta > 0) {
 		if (held_len == held_cap) {
 			int cap = held_cap ? 2 * held_cap : 16;
@@ -234,12 +240,10 @@ static int held_state(uintptr_t comm, int *orphan) {
 	int n = 0;
 	*orphan = 0;
 	pthread_mutex_lock(&held_mu);
-	for (int i = 0; i < held_len; i++) {
-		if (held[i].comm == comm) {
-			n = held[i].n;
-			*orphan = held[i].orphan;
-			break;
-		}
+	int i = held_find(comm);
+	if (i < held_len) {
+		n = held[i].n;
+		*orphan = held[i].orphan;
 	}
 	pthread_mutex_unlock(&held_mu);
 	return n;
@@ -260,11 +264,9 @@ int capi_group_records(void) { return __atomic_load_n(&held_any, __ATOMIC_RELAXE
 
 void capi_group_forget(uintptr_t comm) {
 	pthread_mutex_lock(&held_mu);
-	for (int i = 0; i < held_len; i++) {
-		if (held[i].comm == comm) {
-			held[i] = held[--held_len];
-			break;
-		}
+	int i = held_find(comm);
+	if (i < held_len) {
+		held[i] = held[--held_len];
 	}
 	__atomic_store_n(&held_any, held_len, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&held_mu);
@@ -283,12 +285,10 @@ static void group_thread_exit(void *unused) {
 	(void)unused;
 	pthread_mutex_lock(&held_mu);
 	for (int i = 0; i < group_ncomms; i++) {
-		for (int j = 0; j < held_len; j++) {
-			if (held[j].comm == group_comms[i]) {
-				held[j].orphan = 1;
-				held[j].n--;
-				break;
-			}
+		int j = held_find(group_comms[i]);
+		if (j < held_len) {
+			held[j].orphan = 1;
+			held[j].n--;
 		}
 	}
 	pthread_mutex_unlock(&held_mu);
@@ -311,10 +311,8 @@ static int group_holds(uintptr_t comm) {
 }
 
 static void group_track(uintptr_t comm) {
-	for (int i = 0; i < group_ncomms; i++) {
-		if (group_comms[i] == comm) {
-			return;
-		}
+	if (group_holds(comm)) {
+		return;
 	}
 	if (group_ncomms == group_cap) {
 		int cap = group_cap ? 2 * group_cap : 16;
