@@ -227,7 +227,7 @@ func (c *Communicator) checkPutLocked(op string, local Buffer, peer int, w *Wind
 	// write is checked here, against this rank's size of the window (a
 	// symmetric window has the same size on every rank).
 	size, win := uint64(local.Type.Size()), w.buf.Bytes()
-	if uint64(offsetElems) > win/size || uint64(offsetElems)*size > win-local.Bytes() || local.Bytes() > win {
+	if n := local.Bytes(); n > win || uint64(offsetElems) > (win-n)/size {
 		return 0, 0, argErr(op, "offsetElems", "%d elements of %d bytes, then %d bytes: past the end of the %d-byte window",
 			offsetElems, size, local.Bytes(), win)
 	}
