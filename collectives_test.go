@@ -604,12 +604,12 @@ func TestBufferSizeOverflow(t *testing.T) {
 		wantArgErr(t, c.Send(nccl.RawBuffer(p, 1<<62, nccl.Float64, 0), 0, cuda.Stream{}), "Send", "buf", "larger than any device memory")
 		top := nccl.RawBuffer(^uintptr(0)-15, 4, nccl.Float64, 0)
 		wantArgErr(t, c.AllReduce(top, top, nccl.Sum, cuda.Stream{}), "AllReduce", "send", "past the end of the address space")
-		// The largest size allowed passes the binding's checks and reaches
-		// NCCL (the fake, which refuses it: it is not allocated).
+		// The largest size allowed passes the size checks, and the memory
+		// check then finds it runs past its allocation (NCCL never sees it).
 		big := nccl.RawBuffer(p, 1<<56, nccl.Int8, 0)
-		var ae *nccl.ArgError
-		if err := c.AllReduce(big, big, nccl.Sum, cuda.Stream{}); errors.As(err, &ae) {
-			t.Errorf("AllReduce of 2^56 bytes in place refused by the binding: %v", err)
+		wantArgErr(t, c.AllReduce(big, big, nccl.Sum, cuda.Stream{}), "AllReduce", "send", "run past the end of its allocation")
+		if n := faketest.Calls(t, "ncclAllReduce"); n != 0 {
+			t.Errorf("ncclAllReduce called %d times, want 0", n)
 		}
 		wantArgErr(t, c.AllReduce(nccl.RawBuffer(p, 1<<56+1, nccl.Int8, 0), big, nccl.Sum, cuda.Stream{}), "AllReduce", "send", "2^56")
 	})

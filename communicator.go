@@ -44,12 +44,13 @@ type Communicator struct {
 	dev       int  // CUDA device ordinal
 	nranks    int  // cached after the first query
 	rank      int
-	identity  bool // nranks and rank are cached
-	finalized bool // Finalize was called (NCCL rejects a second one)
-	revoked   bool // Revoke was called (NCCL then refuses Finalize and new work)
-	creating  bool // Initialize is inside NCCL's init, without mu
-	abortReq  bool // Abort was called while creating: abort once created
-	nbCounted bool // counted in capi.NonBlockingAdd (NCCL runs it non-blocking)
+	identity  bool          // nranks and rank are cached
+	finalized bool          // Finalize was called (NCCL rejects a second one)
+	revoked   bool          // Revoke was called (NCCL then refuses Finalize and new work)
+	creating  bool          // Initialize is inside NCCL's init, without mu
+	abortReq  string        // "Abort" or "Destroy" when called while creating: abort once created
+	closing   chan struct{} // a Destroy is under way: closed when it returns
+	nbCounted bool          // counted in capi.NonBlockingAdd (NCCL runs it non-blocking)
 	props     *Properties
 	propsErr  error // a query failure that cannot change (unsupported)
 	resources []resource
@@ -219,7 +220,7 @@ func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank i
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		c.creating, c.abortReq = false, false
+		c.creating, c.abortReq = false, ""
 		c.mu.Unlock()
 	}()
 	cell := capi.NewCell()
@@ -245,11 +246,11 @@ func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank i
 	}
 	c.mu.Lock()
 	c.adoptLocked(ptr, dev, blocking)
-	aborted := c.abortReq
-	c.abortReq = false
+	by := c.abortReq
+	c.abortReq = ""
 	c.mu.Unlock()
-	if aborted {
-		return errors.Join(fmt.Errorf("nccl: %s: aborted (Abort was called during the init): %w", op, ErrClosed), c.Abort())
+	if by != "" {
+		return errors.Join(fmt.Errorf("nccl: %s: aborted (%s was called during the init): %w", op, by, ErrClosed), c.Abort())
 	}
 	return c.settle(ctx, op)
 }
@@ -521,8 +522,17 @@ func (c *Communicator) FinalizeContext(ctx context.Context) error {
 	if err := c.awaitPending(ctx, "Finalize"); err != nil {
 		return err
 	}
-	if c == nil || c.Ptr() == 0 {
+	if c == nil {
 		return nil
+	}
+	if c.Ptr() == 0 {
+		c.mu.Lock()
+		st := c.state
+		c.mu.Unlock()
+		if st == stateNull {
+			return nil
+		}
+		return fmt.Errorf("nccl: Finalize: communicator already %s: %w", st, ErrClosed)
 	}
 	if err := c.notInGroup("Finalize", c.Ptr()); err != nil {
 		return err
@@ -568,16 +578,44 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 	if err := c.awaitPending(ctx, "Destroy"); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	if c.ptr == 0 {
-		st := c.state
-		c.mu.Unlock()
-		if st == stateNull {
-			return nil
+	// One Destroy at a time: a concurrent one waits for it, then finds the
+	// communicator closed (or, if the first was refused, destroys it).
+	for {
+		c.mu.Lock()
+		if c.ptr == 0 {
+			st, creating := c.state, c.creating
+			if creating {
+				c.abortReq = "Destroy"
+			}
+			c.mu.Unlock()
+			switch {
+			case creating:
+				// NCCL gives no handle to a blocking init in progress.
+				return fmt.Errorf("nccl: Destroy: a blocking init of this communicator is inside NCCL, which cannot be interrupted: it will be aborted as soon as NCCL returns it: %w", ErrInProgress)
+			case st == stateNull:
+				return nil
+			}
+			return fmt.Errorf("nccl: Destroy: communicator already %s: %w", st, ErrClosed)
 		}
-		return fmt.Errorf("nccl: Destroy: communicator already %s: %w", st, ErrClosed)
+		busy := c.closing
+		if busy == nil {
+			c.closing = make(chan struct{})
+			defer func() {
+				c.mu.Lock()
+				close(c.closing)
+				c.closing = nil
+				c.mu.Unlock()
+			}()
+			c.mu.Unlock()
+			break
+		}
+		c.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return fmt.Errorf("nccl: Destroy: waiting for another goroutine's Destroy: %w", ctx.Err())
+		}
 	}
-	c.mu.Unlock()
 	if err := c.notInGroup("Destroy", c.Ptr()); err != nil {
 		return err
 	}
@@ -644,7 +682,7 @@ func (c *Communicator) Abort() error {
 	if c.ptr == 0 {
 		st, creating := c.state, c.creating
 		if creating {
-			c.abortReq = true
+			c.abortReq = "Abort"
 		}
 		c.mu.Unlock()
 		if creating {

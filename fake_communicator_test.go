@@ -387,9 +387,9 @@ func TestCommInitContextTimeout(t *testing.T) {
 	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_HANG=1"}}, func(t *testing.T) {
 		id := newFakeID(t)
 		before := runtime.NumGoroutine()
+		start := time.Now() // before the deadline is set: the wait is at least 200 ms from here
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		start := time.Now()
 		c, err := nccl.InitContext(ctx, 1, 0, id, &nccl.Config{Blocking: nccl.Ptr(false)})
 		if err == nil {
 			err = c.Wait(ctx) // a non-blocking Init returns before the communicator is ready

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,8 +49,7 @@ func GroupContext(ctx context.Context, fn func() error) (err error) {
 func endLeftOpen(op string, depth int) error {
 	var err error
 	for capi.GroupDepth() > depth {
-		capi.GroupEnd()
-		takeEnded()
+		endGroup(capi.GroupEnd)
 		runtime.UnlockOSThread()
 		err = fmt.Errorf("nccl: %s: fn left a GroupStart without its GroupEnd (ended now): %w", op, ErrInvalidUsage)
 	}
@@ -112,8 +112,7 @@ func GroupEndContext(ctx context.Context) error {
 // groupEnd ends the calling thread's innermost group and, after the
 // outermost, waits for the blocking communicators it used.
 func groupEnd(ctx context.Context) error {
-	st := capi.GroupEnd()
-	used := takeEnded()
+	st, used := endGroup(capi.GroupEnd)
 	runtime.UnlockOSThread()
 	if st.Code != 0 && Result(st.Code) != InProgress {
 		return statusErr("GroupEnd", "ncclGroupEnd", st)
@@ -121,22 +120,47 @@ func groupEnd(ctx context.Context) error {
 	return waitUsed(ctx, "GroupEnd", used)
 }
 
-// takeEnded returns the NCCL communicators that the outermost group, just
-// ended on this thread, used (nil while an outer group is still open), and
-// records that their group ended: outputs of the group's calls may now be
-// written (lifecycle.go).
-func takeEnded() []uintptr {
-	if capi.GroupDepth() > 0 {
-		return nil
+// endGroup ends one group level on this thread with end (ncclGroupEnd or
+// ncclGroupSimulateEnd). When it is the outermost level it returns the NCCL
+// communicators the group used, and records that their group ended:
+// outputs of the group's calls may now be written (lifecycle.go).
+//
+// The non-blocking communicators the group used stay locked across the end:
+// the end puts their work in progress, and a call of another goroutine
+// that checked the communicator idle under its lock (the shim's readiness
+// check) must not reach NCCL in between, which would refuse it. Locks are
+// taken in the order of the NCCL pointers; no other code locks two
+// communicators a group holds.
+func endGroup(end func() capi.Status) (capi.Status, []uintptr) {
+	if capi.GroupDepth() != 1 {
+		return end(), nil
 	}
 	used := capi.GroupTake()
-	for _, p := range used {
-		groupEnded(p)
+	slices.Sort(used)
+	locked := make([]*Communicator, len(used))
+	for i, p := range used {
+		if c := lookup(p); c != nil {
+			c.mu.Lock()
+			if c.ptr == p && c.nbCounted {
+				locked[i] = c
+			} else {
+				c.mu.Unlock()
+			}
+		}
+	}
+	st := end()
+	for i, p := range used {
+		if c := locked[i]; c != nil {
+			c.life.groupEnds++
+			c.mu.Unlock()
+		} else {
+			groupEnded(p)
+		}
 	}
 	// Only now may other threads queue work on them: a call of theirs
 	// made before groupEnded would look ended with this group.
 	capi.GroupRelease(used)
-	return used
+	return st, used
 }
 
 // waitUsed waits for the blocking communicators among used (the NCCL
@@ -202,8 +226,11 @@ func GroupSimulate(fn func() error) (est time.Duration, err error) {
 	defer func() {
 		refused := simLeave(tid)
 		leftOpen := endLeftOpen(op, depth)
-		t, st := capi.GroupSimulateEnd(uint32(deviceAPIVersion(r)))
-		used := takeEnded()
+		var t float32
+		st, used := endGroup(func() (st capi.Status) {
+			t, st = capi.GroupSimulateEnd(uint32(deviceAPIVersion(r)))
+			return st
+		})
 		var endErr error
 		switch {
 		case st.Code == 0:

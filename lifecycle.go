@@ -332,13 +332,19 @@ func (c *Communicator) awaitPending(ctx context.Context, op string) error {
 			return fmt.Errorf("nccl: %s: the communicator is created by %s in a group that has not ended: it exists once the group ends: %w", op, p.op, ErrInvalidUsage)
 		}
 		if err := par.wait(ctx, op); err != nil {
-			// The parent broke, was aborted because ctx ended, or is gone:
-			// settle the child's fate (aborting what NCCL made of it).
+			// The parent broke, was aborted because ctx ended, or is gone
+			// (destroyed, after NCCL finished its job): settle the child's
+			// fate. A child NCCL made is the caller's (the split succeeded);
+			// a failed one is aborted, and the wait's error says why.
 			c.mu.Lock()
 			if c.life.pend != nil {
 				c.resolveLocked()
 			}
+			ready := c.ptr != 0
 			c.mu.Unlock()
+			if ready {
+				return nil
+			}
 			return err
 		}
 	}
@@ -682,10 +688,14 @@ func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID
 	existing := c != nil && c.Ptr() != 0
 	if c != nil && !existing {
 		c.mu.Lock()
-		pending := c.life.pend != nil
+		pending, st, creating := c.life.pend != nil, c.state, c.creating
 		c.mu.Unlock()
-		if pending {
+		switch {
+		case pending || creating:
 			return nil, fmt.Errorf("nccl: %s: the communicator is still being created: Wait for it first: %w", op, ErrInvalidUsage)
+		case st != stateNull:
+			// Only a null communicator joins: a closed one is no new rank.
+			return nil, fmt.Errorf("nccl: %s: communicator already %s (a joining rank calls Grow on a null Communicator): %w", op, st, ErrClosed)
 		}
 	}
 	if id != nil && id.IsZero() {

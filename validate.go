@@ -155,19 +155,24 @@ func (c *Communicator) checkBufP(op, arg string, b *Buffer) error {
 	return c.badBuf(op, arg, b)
 }
 
-// usable is the common case of checkBufP, decided inline: a live buffer on
-// the communicator's device of a type every supported NCCL has, too small
-// for its size or end to wrap (at most 2^53 elements of at most 8 bytes,
-// below address 2^60).
+// usable is the common case of checkBufP, decided inline: a buffer of a
+// live, known-good allocation, inside it, on the communicator's device, of
+// a type every supported NCCL has, too small for its size or end to wrap
+// (at most 2^53 elements of at most 8 bytes, below address 2^60).
 func (c *Communicator) usable(b *Buffer) bool {
-	return !b.freed && b.Ptr-1 < 1<<60-1 && uint(b.Count-1) < 1<<53 && b.Device == c.dev && uint32(b.Type) <= uint32(BFloat16)
+	a := b.alloc
+	if a == nil || !a.Good() || b.Ptr-1 >= 1<<60-1 || uint(b.Count-1) >= 1<<53 || b.Device != c.dev || uint32(b.Type) > uint32(BFloat16) {
+		return false
+	}
+	off := uint64(b.Ptr - a.Base())
+	return b.Ptr >= a.Base() && off <= a.Size() && uint64(b.Count)*uint64(b.Type.Size()) <= a.Size()-off && int(a.Device()) == b.Device
 }
 
 // badBuf is checkBufP's slow path: the reason a buffer is refused, if any.
 func (c *Communicator) badBuf(op, arg string, b *Buffer) error {
-	if r := b.check(c.dev); r != "" {
+	if r, closed := b.reason(c.dev); r != "" {
 		e := &ArgError{Op: op, Arg: arg, Reason: r}
-		if b.freed {
+		if closed {
 			e.Err = ErrClosed
 		}
 		return e

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"unsafe"
@@ -8,14 +9,109 @@ import (
 	"github.com/nccl4go/nccl/internal/capi"
 )
 
-// allocation is one block of device memory, shared by every Slice cut from it.
-type allocation struct {
+// Allocation is one block of device memory, shared by every Slice cut from
+// it: its address range, its device, and whether it is still usable.
+// Memory made by Alloc is known good until Free. Memory adopted by Wrap is
+// what the caller says it is: Verify asks the driver once whether it is
+// device memory of that device, the whole range inside one allocation.
+// Safe for concurrent use.
+type Allocation struct {
 	ptr   uintptr
 	bytes uint64
 	dev   Device
 	owned bool                    // made by Alloc or WrapOwned: Free releases it
 	free  func(ptr uintptr) error // how WrapOwned memory is released; nil: cuMemFree
-	freed atomic.Bool
+	state atomic.Uint32           // allocUnverified, allocGood, allocBad or allocFreed
+	bad   error                   // why Verify refused the memory (set before state allocBad)
+}
+
+// Allocation states. Free moves any state to allocFreed.
+const (
+	allocUnverified uint32 = iota // adopted by Wrap, not checked yet
+	allocGood                     // made by Alloc, or checked by Verify
+	allocBad                      // Verify refused it: bad says why
+	allocFreed                    // Free was called
+)
+
+// Base is the device address of the first byte.
+func (a *Allocation) Base() uintptr { return a.ptr }
+
+// Size is the size in bytes.
+func (a *Allocation) Size() uint64 { return a.bytes }
+
+// Device is the device the memory is on.
+func (a *Allocation) Device() Device { return a.dev }
+
+// Good reports whether the memory is known usable: made by Alloc, or
+// adopted and verified, and not freed. It costs one atomic load.
+func (a *Allocation) Good() bool { return a.state.Load() == allocGood }
+
+// Freed reports whether Free was called.
+func (a *Allocation) Freed() bool { return a.state.Load() == allocFreed }
+
+// Verify checks memory adopted by Wrap against the driver
+// (cuPointerGetAttribute), once: it must be device (or managed) memory of
+// the stated device, and the whole range must lie inside one allocation.
+// It returns nil for good memory, an error wrapping ErrClosed after Free,
+// and an *ArgError saying what is wrong otherwise (the answer is cached:
+// memory does not change device). Memory made by Alloc is good without a
+// driver call.
+func (a *Allocation) Verify() error {
+	switch a.state.Load() {
+	case allocGood:
+		return nil
+	case allocFreed:
+		return closedError("Verify", "memory freed")
+	case allocBad:
+		return a.bad
+	}
+	err := CheckRange(a.ptr, a.bytes, a.dev)
+	if err != nil {
+		var arg *ArgError
+		if !errors.As(err, &arg) {
+			return err // the driver failed: not an answer about the memory
+		}
+		a.bad = err
+		a.state.CompareAndSwap(allocUnverified, allocBad)
+	} else {
+		a.state.CompareAndSwap(allocUnverified, allocGood)
+	}
+	return a.Verify()
+}
+
+// Memory types of CU_POINTER_ATTRIBUTE_MEMORY_TYPE.
+const (
+	memoryTypeDevice  = 2
+	memoryTypeUnified = 4
+)
+
+// CheckRange asks the driver whether bytes bytes at device address p are
+// device memory of dev (cuPointerGetAttribute): an *ArgError says what is
+// wrong (not device memory, on another device, running past the end of the
+// allocation that holds p), another error that the driver could not answer.
+// It costs four driver calls.
+func CheckRange(p uintptr, bytes uint64, dev Device) error {
+	const op = "CheckRange"
+	ctx, err := dev.context(op)
+	if err != nil {
+		return err
+	}
+	info, r := capi.CuPointerInfo(ctx, p)
+	if Result(r) == InvalidValue {
+		return &ArgError{Op: op, Arg: "ptr", Reason: fmt.Sprintf("%#x is not device memory the CUDA driver knows", p)}
+	}
+	if err := check(op, "cuPointerGetAttribute", r); err != nil {
+		return err
+	}
+	switch {
+	case info.MemoryType != memoryTypeDevice && info.MemoryType != memoryTypeUnified:
+		return &ArgError{Op: op, Arg: "ptr", Reason: fmt.Sprintf("%#x is not device memory (CUDA memory type %d)", p, info.MemoryType)}
+	case Device(info.Device) != dev:
+		return &ArgError{Op: op, Arg: "ptr", Reason: fmt.Sprintf("%#x is memory of cuda:%d, not cuda:%d", p, info.Device, int(dev))}
+	case p < info.Base || uint64(p-info.Base) > info.Size || bytes > info.Size-uint64(p-info.Base):
+		return &ArgError{Op: op, Arg: "ptr", Reason: fmt.Sprintf("%d bytes at %#x run past the end of its allocation (%d bytes at %#x)", bytes, p, info.Size, info.Base)}
+	}
+	return nil
 }
 
 // Slice is typed device memory: n elements of T from a device address, on
@@ -24,7 +120,7 @@ type allocation struct {
 // Methods are safe for concurrent use; the memory itself is not
 // synchronized.
 type Slice[T Elem] struct {
-	a   *allocation
+	a   *Allocation
 	off int // in elements
 	n   int
 }
@@ -48,7 +144,9 @@ func Alloc[T Elem](dev Device, n int) (Slice[T], error) {
 	if err := check("Alloc", "cuMemAlloc_v2", r); err != nil {
 		return Slice[T]{}, fmt.Errorf("%w (%d bytes on %s)", err, bytes, dev)
 	}
-	return Slice[T]{a: &allocation{ptr: p, bytes: bytes, dev: dev, owned: true}, n: n}, nil
+	a := &Allocation{ptr: p, bytes: bytes, dev: dev, owned: true}
+	a.state.Store(allocGood)
+	return Slice[T]{a: a, n: n}, nil
 }
 
 // AllocFrom allocates len(src) elements on dev and copies src into them.
@@ -68,7 +166,7 @@ func AllocFrom[T Elem](dev Device, src []T) (Slice[T], error) {
 // library (a PyTorch tensor, CuPy array, ncclMemAlloc...). Free on it is an
 // error: the other library owns the memory.
 func Wrap[T Elem](ptr uintptr, n int, dev Device) Slice[T] {
-	return Slice[T]{a: &allocation{ptr: ptr, bytes: uint64(n) * uint64(DTypeOf[T]().Size()), dev: dev}, n: n}
+	return Slice[T]{a: &Allocation{ptr: ptr, bytes: uint64(n) * uint64(DTypeOf[T]().Size()), dev: dev}, n: n}
 }
 
 // WrapOwned adopts n elements at ptr on dev that Free releases with free,
@@ -115,14 +213,18 @@ func (s Slice[T]) Err() error {
 	if s.n < 0 {
 		return &ArgError{Op: "Slice", Arg: "slice", Reason: fmt.Sprintf("%d elements: negative length", s.n)}
 	}
-	if s.a.freed.Load() {
+	if s.a.Freed() {
 		return closedError("Slice", "memory freed")
 	}
 	return nil
 }
 
 // Freed reports whether the memory was freed.
-func (s Slice[T]) Freed() bool { return s.a != nil && s.a.freed.Load() }
+func (s Slice[T]) Freed() bool { return s.a != nil && s.a.Freed() }
+
+// Allocation is the block of memory s was cut from (nil for the zero
+// Slice): its state follows Free, whichever Slice of it is freed.
+func (s Slice[T]) Allocation() *Allocation { return s.a }
 
 // Sub is elements [i, j) of s, sharing its memory.
 func (s Slice[T]) Sub(i, j int) (Slice[T], error) {
@@ -145,7 +247,7 @@ func (s Slice[T]) Free() error {
 	if s.off != 0 || uint64(s.n)*uint64(DTypeOf[T]().Size()) != s.a.bytes {
 		return &ArgError{Op: "Free", Arg: "slice", Reason: "a part made by Sub: free the whole allocation"}
 	}
-	if s.a.freed.Swap(true) {
+	if s.a.state.Swap(allocFreed) == allocFreed {
 		return closedError("Free", "memory already freed")
 	}
 	if s.a.free != nil {

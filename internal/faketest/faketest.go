@@ -435,3 +435,17 @@ func cacheDir() (string, error) {
 	}
 	return dir, nil
 }
+
+// LiveComms is the number of communicators of the fake NCCL that were made
+// and not yet destroyed or aborted, as its log last recorded it (0 when the
+// fake made none).
+func LiveComms(t testing.TB) int {
+	t.Helper()
+	n := 0
+	for _, l := range LogLines(t) {
+		if v, ok := strings.CutPrefix(l, "live="); ok {
+			n, _ = strconv.Atoi(v)
+		}
+	}
+	return n
+}

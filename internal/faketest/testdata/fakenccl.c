@@ -547,6 +547,17 @@ struct comm {
 #define COMM_MAGIC 0x66616b65636f6d6dull // "fakecomm"
 
 static struct comm *comms; // all communicators, live and dead
+static int live_comms;      // communicators made and not yet destroyed or aborted
+
+static void trace(const char *fn);
+
+// trace_live logs "live=N" after a communicator is made or killed, so that
+// tests can check that the binding leaves none behind (faketest.LiveComms).
+static void trace_live(int n) {
+	char line[32];
+	snprintf(line, sizeof line, "live=%d", n);
+	trace(line);
+}
 
 // lookup returns a communicator by handle, alive or dead, or NULL if the
 // handle was never one (no memory behind a bad handle is read).
@@ -587,7 +598,9 @@ static struct comm *new_comm(int nranks, int rank, int dev, const struct config 
 	pthread_mutex_lock(&mu);
 	c->next = comms;
 	comms = c;
+	int live = ++live_comms;
 	pthread_mutex_unlock(&mu);
+	trace_live(live);
 	return c;
 }
 
@@ -1484,6 +1497,9 @@ EXPORT int ncclCommFinalize(void *comm) {
 // kill marks a communicator destroyed; it stays in memory so that a later
 // use is detected.
 static void kill_locked(struct comm *c) {
+	if (!c->dead) {
+		trace_live(--live_comms);
+	}
 	c->dead = 1;
 	c->magic = 0;
 	drop_actions(c->actions);
