@@ -2,7 +2,6 @@ package nccl
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
@@ -58,14 +57,6 @@ type collCall struct {
 	op         RedOp
 	root       int // the root, or the peer of Send and Recv
 	stream     cuda.Stream
-}
-
-// collState holds what the hot path needs beyond the identity, filled on
-// the first call (slow path) for one NCCL communicator.
-type collState struct {
-	ptr     uintptr // the ncclComm_t these facts belong to; 0: not yet filled
-	release Release // the loaded NCCL
-	cc      int     // compute capability as major*10+minor; 0 until an fp8 reduction asks
 }
 
 // AllReduce reduces send across all ranks with op and leaves the result in
@@ -135,160 +126,57 @@ func (c *Communicator) Scatter(send, recv Buffer, root int, s cuda.Stream) error
 	return c.run(&collCall{kind: kScatter, send: send, recv: recv, root: root, stream: s})
 }
 
-// run is the hot path of every collective and point-to-point call.
+// run is the hot path of every collective and point-to-point call: checks
+// decided inline, one C call, nothing allocated (the closure stays on the
+// stack: call does not keep it).
 func (c *Communicator) run(a *collCall) error {
 	name := &collNames[a.kind]
 	h, sdev, err := a.stream.Resolve()
 	if err != nil {
 		return &ArgError{Op: name.op, Arg: "stream", Reason: "destroyed", Err: err}
 	}
-	for {
-		ptr, err := c.lockPrepared(name.op)
-		if err != nil {
-			return err
-		}
-		if sdev >= 0 && sdev != c.dev {
-			dev := c.dev
-			c.mu.Unlock()
-			return argErr(name.op, "stream", "a stream of cuda:%d, but the communicator is on cuda:%d", sdev, dev)
+	return c.call(context.Background(), started, name.op, name.fn, takePrepared, func(ptr uintptr) (capi.Status, error) {
+		if err := c.queueCheckLocked(name.op, sdev); err != nil {
+			return capi.Status{}, err
 		}
 		send, recv, count, dt, err := c.validateLocked(a, name.op)
 		if err != nil {
-			c.mu.Unlock()
-			if err == errNeedCC {
-				if err := c.readComputeCapability(name.op); err != nil {
-					return err
-				}
-				continue
-			}
-			return err
+			return capi.Status{}, err
 		}
-		if simulating.Load() != 0 && (!c.blocking || c.nranks == 1) && onSimulatingThread() {
-			c.mu.Unlock()
-			return errSimulated(name.op)
-		}
-		var st capi.Status
 		switch a.kind {
 		case kAllReduce:
-			st = capi.AllReduce(send, recv, count, int32(dt), int32(a.op), ptr, h)
+			return capi.AllReduce(send, recv, count, int32(dt), int32(a.op), ptr, h), nil
 		case kBroadcast:
-			st = capi.Broadcast(send, recv, count, int32(dt), a.root, ptr, h)
+			return capi.Broadcast(send, recv, count, int32(dt), a.root, ptr, h), nil
 		case kReduce:
-			st = capi.Reduce(send, recv, count, int32(dt), int32(a.op), a.root, ptr, h)
+			return capi.Reduce(send, recv, count, int32(dt), int32(a.op), a.root, ptr, h), nil
 		case kAllGather:
-			st = capi.AllGather(send, recv, count, int32(dt), ptr, h)
+			return capi.AllGather(send, recv, count, int32(dt), ptr, h), nil
 		case kReduceScatter:
-			st = capi.ReduceScatter(send, recv, count, int32(dt), int32(a.op), ptr, h)
+			return capi.ReduceScatter(send, recv, count, int32(dt), int32(a.op), ptr, h), nil
 		case kAllToAll:
-			st = capi.AlltoAll(send, recv, count, int32(dt), ptr, h)
+			return capi.AlltoAll(send, recv, count, int32(dt), ptr, h), nil
 		case kGather:
-			st = capi.Gather(send, recv, count, int32(dt), a.root, ptr, h)
+			return capi.Gather(send, recv, count, int32(dt), a.root, ptr, h), nil
 		case kScatter:
-			st = capi.Scatter(send, recv, count, int32(dt), a.root, ptr, h)
+			return capi.Scatter(send, recv, count, int32(dt), a.root, ptr, h), nil
 		case kSend:
-			st = capi.Send(send, count, int32(dt), a.root, ptr, h)
-		case kRecv:
-			st = capi.Recv(recv, count, int32(dt), a.root, ptr, h)
+			return capi.Send(send, count, int32(dt), a.root, ptr, h), nil
 		}
-		blocking := c.blocking
-		c.mu.Unlock()
-		if st.Code == 0 {
-			return nil
-		}
-		if retry, err := c.afterCall(plain, name.op, name.fn, st, blocking); !retry {
-			return err
-		}
-	}
+		return capi.Recv(recv, count, int32(dt), a.root, ptr, h), nil
+	})
 }
 
-// afterCall is the slow path after a call that did not simply succeed: the
-// communicator was busy (wait, then call again), NCCL reports the call in
-// progress (a blocking communicator waits for it outside a group), or it
-// failed.
-func (c *Communicator) afterCall(ctx context.Context, op, fn string, st capi.Status, blocking bool) (retry bool, err error) {
-	switch {
-	case st.Code == 0:
-		return false, nil
-	case st.Code == capi.Pending:
-		if err := c.wait(ctx, op); err != nil {
-			return false, err
-		}
-		return true, nil
-	case Result(st.Code) == InProgress:
-		if completes(ctx, blocking) && capi.GroupDepth() == 0 {
-			return false, c.wait(ctx, op)
-		}
-		return false, nil
-	}
-	return false, statusErr(op, fn, st)
-}
-
-// lockPrepared is lockLive for calls that need the identity and collState:
-// it fills them first when needed (slow path, once per NCCL communicator)
-// and returns the pointer with mu held, or an error with mu released. A
-// finalized communicator takes no new work (NCCL would not refuse it, and
-// Destroy frees the communicator under it).
-func (c *Communicator) lockPrepared(op string) (uintptr, error) {
-	for {
-		ptr, err := c.lockLive(op)
-		if err != nil || (c.coll.ptr == ptr && c.identity && !c.finalized && !c.revoked) {
-			return ptr, err
-		}
-		if err := c.noNewWorkLocked(op); err != nil {
-			c.mu.Unlock()
-			return 0, err
-		}
-		c.mu.Unlock()
-		if err := c.prepare(op); err != nil {
-			return 0, err
-		}
-	}
-}
-
-// prepare fills the identity and collState of the communicator (slow path,
-// once per NCCL communicator).
-func (c *Communicator) prepare(op string) error {
-	if _, _, _, err := c.ident(op); err != nil {
-		return err
-	}
-	r, err := loaded()
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	if c.ptr != 0 && c.coll.ptr != c.ptr {
-		c.coll = collState{ptr: c.ptr, release: r}
-	}
-	c.mu.Unlock()
-	return nil
-}
-
-// readComputeCapability caches the device's compute capability, which fp8
-// reductions need (slow path, once).
-func (c *Communicator) readComputeCapability(op string) error {
-	c.mu.Lock()
-	dev := c.dev
-	c.mu.Unlock()
-	major, minor, err := cuda.Device(dev).ComputeCapability()
-	if err != nil {
-		return fmt.Errorf("nccl: %s: reading the compute capability of cuda:%d: %w", op, dev, err)
-	}
-	c.mu.Lock()
-	if c.dev == dev && c.coll.ptr == c.ptr {
-		c.coll.cc = major*10 + minor
-	}
-	c.mu.Unlock()
-	return nil
-}
-
-// noNewWorkLocked refuses new work on a finalized or revoked communicator
+// queueCheckLocked checks, for a call that queues work on a stream of
+// device sdev (-1: the legacy default stream), that the stream is on the
+// communicator's device and that GroupSimulate is not simulating the call
 // (mu held).
-func (c *Communicator) noNewWorkLocked(op string) error {
-	switch {
-	case c.finalized:
-		return fmt.Errorf("nccl: %s: communicator finalized (by Finalize, or by a Destroy under way): it takes no new operations: %w", op, ErrClosed)
-	case c.revoked:
-		return fmt.Errorf("nccl: %s: communicator revoked: it takes no new operations (Split, Shrink, Destroy or Abort it): %w", op, ErrClosed)
+func (c *Communicator) queueCheckLocked(op string, sdev int) error {
+	if sdev >= 0 && sdev != c.dev {
+		return argErr(op, "stream", "a stream of cuda:%d, but the communicator is on cuda:%d", sdev, c.dev)
+	}
+	if simulating.Load() != 0 && (!c.blocking || c.nranks == 1) && onSimulatingThread() {
+		return errSimulated(op)
 	}
 	return nil
 }

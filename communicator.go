@@ -102,29 +102,12 @@ func lookup(ptr uintptr) *Communicator {
 	return nil
 }
 
-// lockLive locks c and returns its NCCL pointer, or a StateError (unlocked).
-func (c *Communicator) lockLive(op string) (uintptr, error) {
-	if c == nil {
-		return 0, &StateError{Op: op}
-	}
-	c.mu.Lock()
-	if c.ptr == 0 {
-		if c.life.pend != nil {
-			return c.lockPendingLocked(op)
-		}
-		st := c.state
-		c.mu.Unlock()
-		return 0, &StateError{Op: op, State: st.String()}
-	}
-	return c.ptr, nil
-}
-
 // Init creates this rank's communicator among nranks ranks
 // (ncclCommInitRankConfig), on device cfg.Device (default 0). Every rank
 // calls it with the same id and nranks and its own rank. Collective: it
 // returns once all ranks have joined (for a blocking communicator). NCCL 2.14.3.
 func Init(nranks, rank int, id UniqueID, cfg *Config) (*Communicator, error) {
-	return InitContext(plain, nranks, rank, id, cfg)
+	return newComm(context.Background(), started, "Init", nranks, rank, []UniqueID{id}, cfg)
 }
 
 // InitContext is Init (ncclCommInitRankConfig, collective, NCCL 2.14.3)
@@ -134,8 +117,13 @@ func Init(nranks, rank int, id UniqueID, cfg *Config) (*Communicator, error) {
 // and ErrInProgress. A blocking init waits inside NCCL, where ctx cannot
 // reach it: ctx is checked before.
 func InitContext(ctx context.Context, nranks, rank int, id UniqueID, cfg *Config) (*Communicator, error) {
+	return newComm(ctx, completed, "Init", nranks, rank, []UniqueID{id}, cfg)
+}
+
+// newComm is the Init family's constructor.
+func newComm(ctx context.Context, m mode, op string, nranks, rank int, ids []UniqueID, cfg *Config) (*Communicator, error) {
 	c := new(Communicator)
-	if err := c.InitializeContext(ctx, nranks, rank, id, cfg); err != nil {
+	if err := c.initialize(ctx, m, op, nranks, rank, ids, cfg); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -145,33 +133,31 @@ func InitContext(ctx context.Context, nranks, rank int, id UniqueID, cfg *Config
 // (ncclCommInitRankScalable), for very large jobs: ids[i] was created by one
 // rank each, and every rank passes all of them. Collective. NCCL 2.23.4.
 func InitScalable(nranks, rank int, ids []UniqueID, cfg *Config) (*Communicator, error) {
-	return InitScalableContext(plain, nranks, rank, ids, cfg)
+	return newComm(context.Background(), started, "InitScalable", nranks, rank, ids, cfg)
 }
 
 // InitScalableContext is InitScalable (ncclCommInitRankScalable, collective,
 // NCCL 2.23.4) bounded by ctx as InitContext is.
 func InitScalableContext(ctx context.Context, nranks, rank int, ids []UniqueID, cfg *Config) (*Communicator, error) {
-	c := new(Communicator)
-	if err := c.initialize(ctx, "InitScalable", nranks, rank, ids, cfg); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return newComm(ctx, completed, "InitScalable", nranks, rank, ids, cfg)
 }
 
 // Initialize initializes a null communicator in place
 // (ncclCommInitRankConfig; see Init). It fails if c is already initialized.
 // Collective. NCCL 2.14.3.
 func (c *Communicator) Initialize(nranks, rank int, id UniqueID, cfg *Config) error {
-	return c.InitializeContext(plain, nranks, rank, id, cfg)
+	return c.initialize(context.Background(), started, "Init", nranks, rank, []UniqueID{id}, cfg)
 }
 
 // InitializeContext is Initialize (ncclCommInitRankConfig, collective, NCCL
 // 2.14.3) bounded by ctx as InitContext is.
 func (c *Communicator) InitializeContext(ctx context.Context, nranks, rank int, id UniqueID, cfg *Config) error {
-	return c.initialize(ctx, "Init", nranks, rank, []UniqueID{id}, cfg)
+	return c.initialize(ctx, completed, "Init", nranks, rank, []UniqueID{id}, cfg)
 }
 
-func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank int, ids []UniqueID, cfg *Config) error {
+// initialize is the Init family: ncclCommInitRankConfig, or
+// ncclCommInitRankScalable for several ids, finished as m says.
+func (c *Communicator) initialize(ctx context.Context, m mode, op string, nranks, rank int, ids []UniqueID, cfg *Config) error {
 	if c == nil {
 		return argErr(op, "communicator", "nil *Communicator")
 	}
@@ -252,13 +238,17 @@ func (c *Communicator) initialize(ctx context.Context, op string, nranks, rank i
 	if by != "" {
 		return errors.Join(fmt.Errorf("nccl: %s: aborted (%s was called during the init): %w", op, by, ErrClosed), c.Abort())
 	}
-	return c.settle(ctx, op)
+	return c.settle(ctx, m, op)
 }
 
 // settle finishes the creation of c: in a group nothing can complete before
-// the group ends; otherwise a blocking communicator waits until NCCL is done.
-func (c *Communicator) settle(ctx context.Context, op string) error {
-	if !completes(ctx, c.blocking) || capi.GroupDepth() > 0 {
+// the group ends; otherwise it waits until NCCL is done when m or a
+// blocking communicator says so.
+func (c *Communicator) settle(ctx context.Context, m mode, op string) error {
+	c.mu.Lock()
+	blocking := c.blocking
+	c.mu.Unlock()
+	if !completes(m, blocking) || capi.GroupDepth() > 0 {
 		return nil
 	}
 	if err := c.wait(ctx, op); err != nil {
@@ -305,7 +295,7 @@ func deviceContext(op, arg string, dev int) (uintptr, error) {
 // (built on ncclCommInitRankConfig in a group, as ncclCommInitAll is, so
 // that it takes a config and a context can bound it).
 func InitAll(devices []int) ([]*Communicator, error) {
-	return InitAllContext(context.Background(), devices, nil)
+	return initAll(context.Background(), started, devices, nil)
 }
 
 // InitAllContext is InitAll (ncclCommInitRankConfig per device in one
@@ -313,6 +303,11 @@ func InitAll(devices []int) ([]*Communicator, error) {
 // be nil), bounded by ctx when the config is non-blocking; a blocking group
 // waits inside NCCL.
 func InitAllContext(ctx context.Context, devices []int, cfg *Config) ([]*Communicator, error) {
+	return initAll(ctx, completed, devices, cfg)
+}
+
+// initAll is InitAll, finished as m says.
+func initAll(ctx context.Context, m mode, devices []int, cfg *Config) ([]*Communicator, error) {
 	const op = "InitAll"
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -355,7 +350,7 @@ func InitAllContext(ctx context.Context, devices []int, cfg *Config) ([]*Communi
 		return nil, err
 	}
 	comms := make([]*Communicator, len(devices))
-	err = GroupContext(ctx, func() error { // the group's final wait is bounded by ctx too
+	err = group(ctx, m, func() error { // the group's final wait is bounded by ctx too
 		for i, d := range devices {
 			cell := capi.NewCell()
 			st := capi.CommInitRankConfig(ctxs[i], cell, len(devices), (*[128]byte)(&id), i, ccfg)
@@ -513,12 +508,15 @@ func (c *Communicator) String() string {
 // Finalize flushes the communicator's outstanding operations and tears down
 // its connections (ncclCommFinalize), leaving Destroy with only local work.
 // Collective. A no-op on a null communicator. NCCL 2.14.3.
-func (c *Communicator) Finalize() error { return c.FinalizeContext(plain) }
+func (c *Communicator) Finalize() error { return c.finalize(context.Background(), started) }
 
 // FinalizeContext is Finalize (ncclCommFinalize, collective, NCCL 2.14.3)
 // that completes before returning: for a non-blocking communicator, when ctx
 // ends first the communicator is aborted.
-func (c *Communicator) FinalizeContext(ctx context.Context) error {
+func (c *Communicator) FinalizeContext(ctx context.Context) error { return c.finalize(ctx, completed) }
+
+// finalize is ncclCommFinalize, finished as m says.
+func (c *Communicator) finalize(ctx context.Context, m mode) error {
 	if err := c.awaitPending(ctx, "Finalize"); err != nil {
 		return err
 	}
@@ -537,23 +535,19 @@ func (c *Communicator) FinalizeContext(ctx context.Context) error {
 	if err := c.notInGroup("Finalize", c.Ptr()); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	done, revoked := c.finalized, c.revoked
-	c.mu.Unlock()
-	if done {
-		return fmt.Errorf("nccl: Finalize: communicator already finalized: %w", ErrInvalidUsage)
-	}
-	if revoked {
-		return fmt.Errorf("nccl: Finalize: communicator revoked: NCCL allows no Finalize after Revoke (Destroy or Abort it): %w", ErrInvalidUsage)
-	}
-	err := c.call(ctx, "Finalize", "ncclCommFinalize", func(ptr uintptr) capi.Status {
+	return c.call(ctx, m, "Finalize", "ncclCommFinalize", takeLive, func(ptr uintptr) (capi.Status, error) {
+		switch {
+		case c.finalized:
+			return capi.Status{}, fmt.Errorf("nccl: Finalize: communicator already finalized: %w", ErrInvalidUsage)
+		case c.revoked:
+			return capi.Status{}, fmt.Errorf("nccl: Finalize: communicator revoked: NCCL allows no Finalize after Revoke (Destroy or Abort it): %w", ErrInvalidUsage)
+		}
 		st := capi.CommFinalize(ptr)
 		if st.Code == 0 || Result(st.Code) == InProgress {
-			c.finalized = true // mu is held by call
+			c.finalized = true
 		}
-		return st
+		return st, nil
 	})
-	return err
 }
 
 // Destroy closes the communicator's resources, finalizes it (waiting for
@@ -634,7 +628,7 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 	c.mu.Unlock()
 	var err error
 	if !finalized {
-		err = c.FinalizeContext(ctx)
+		err = c.finalize(ctx, completed)
 		var refused *groupRefusal
 		if errors.As(err, &refused) {
 			// Refused before NCCL (another goroutine's group took the

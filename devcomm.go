@@ -242,7 +242,7 @@ var devCommKind = asyncKind{
 // Window). NCCL 2.28.3 (the requirements layout changed in 2.28.7 and
 // 2.29.2; the binding declares the loaded release's).
 func (c *Communicator) CreateDevComm(reqs *DevCommRequirements) (*DevComm, error) {
-	return c.CreateDevCommContext(plain, reqs)
+	return c.createDevComm(context.Background(), started, reqs)
 }
 
 // CreateDevCommContext is CreateDevComm (ncclDevCommCreate) completed
@@ -251,6 +251,11 @@ func (c *Communicator) CreateDevComm(reqs *DevCommRequirements) (*DevComm, error
 // blocking one waits inside NCCL: see the package documentation).
 // Collective. NCCL 2.28.3.
 func (c *Communicator) CreateDevCommContext(ctx context.Context, reqs *DevCommRequirements) (*DevComm, error) {
+	return c.createDevComm(ctx, completed, reqs)
+}
+
+// createDevComm is ncclDevCommCreate, finished as m says.
+func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommRequirements) (*DevComm, error) {
 	const op = "CreateDevComm"
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -275,38 +280,34 @@ func (c *Communicator) CreateDevCommContext(ctx context.Context, reqs *DevCommRe
 			return nil, err
 		}
 	}
-	for {
-		ptr, err := c.lockLive(op)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.noNewWorkLocked(op); err != nil {
-			c.mu.Unlock()
-			return nil, err
-		}
-		store := capi.NewDevComm()
-		st := capi.DevCommCreate(ptr, raw, store)
-		if st.Code == capi.Pending {
-			c.mu.Unlock()
-			store.Free()
-			if err := c.wait(ctx, op); err != nil {
-				return nil, err
+	var (
+		d        *DevComm
+		blocking bool
+	)
+	st, err := c.retry(ctx, op, func() (capi.Status, error) {
+		st, _, err := c.attempt(op, takeWork, func(ptr uintptr) (capi.Status, error) {
+			store := capi.NewDevComm()
+			st := capi.DevCommCreate(ptr, raw, store)
+			if st.Code != 0 && Result(st.Code) != InProgress {
+				store.Free() // pending or failed: NCCL queued nothing that would write it
+				return st, nil
 			}
-			continue
-		}
-		if st.Code != 0 && Result(st.Code) != InProgress {
-			c.mu.Unlock()
-			store.Free()
-			return nil, statusErr(op, "ncclDevCommCreate", st)
-		}
-		d := &DevComm{
-			asyncRes: asyncRes{c: c, ptr: ptr, kind: &devCommKind, comp: c.completionLocked(st)},
-			store:    store, layout: layout,
-		}
-		blocking := c.startLocked(d)
-		c.mu.Unlock()
-		return finishCreate(ctx, op, blocking, d)
+			d = &DevComm{
+				asyncRes: asyncRes{c: c, ptr: ptr, kind: &devCommKind, comp: c.completionLocked(st)},
+				store:    store, layout: layout,
+			}
+			blocking = c.startLocked(d)
+			return st, nil
+		})
+		return st, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	if d == nil {
+		return nil, statusErr(op, "ncclDevCommCreate", st)
+	}
+	return finishCreate(ctx, m, op, blocking, d)
 }
 
 // checkDevCommProps refuses requests the communicator's properties rule out.

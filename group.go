@@ -24,12 +24,18 @@ import (
 // group ends, Group waits for the blocking communicators it used. Not
 // collective itself; the operations inside keep their own rules.
 // NCCL 2.3.5.
-func Group(fn func() error) error { return GroupContext(plain, fn) }
+func Group(fn func() error) error { return group(context.Background(), started, fn) }
 
-// GroupContext is Group whose final wait is bounded by ctx (see Wait):
-// when ctx ends first, the communicators still running are aborted.
-// NCCL 2.3.5.
-func GroupContext(ctx context.Context, fn func() error) (err error) {
+// GroupContext is Group that, after the outermost group ends, waits for
+// every communicator the group used, non-blocking ones too, within ctx
+// (see Wait): when ctx ends first, the communicators still running are
+// aborted. NCCL 2.3.5.
+func GroupContext(ctx context.Context, fn func() error) error {
+	return group(ctx, completed, fn)
+}
+
+// group is Group, finished as m says.
+func group(ctx context.Context, m mode, fn func() error) (err error) {
 	if fn == nil {
 		return argErr("Group", "fn", "nil function")
 	}
@@ -38,7 +44,7 @@ func GroupContext(ctx context.Context, fn func() error) (err error) {
 	}
 	depth := capi.GroupDepth()
 	defer func() {
-		err = errors.Join(err, endLeftOpen("Group", depth), groupEnd(ctx))
+		err = errors.Join(err, endLeftOpen("Group", depth), groupEnd(ctx, m))
 	}()
 	return fn()
 }
@@ -88,13 +94,16 @@ func groupStart() error {
 // and undoes GroupStart's thread lock. After the outermost group it waits
 // for the blocking communicators the group used. Not collective itself; the
 // operations of the group keep their own rules. NCCL 2.3.5.
-func GroupEnd() error { return GroupEndContext(plain) }
+func GroupEnd() error { return groupEndManual(context.Background(), started) }
 
 // GroupEndContext is GroupEnd (ncclGroupEnd) whose wait is bounded by ctx
 // (see Wait). It closes only a level that GroupStart opened: inside Group's
 // or GroupSimulate's function it returns an error wrapping ErrInvalidUsage
 // and leaves their group open. Not collective itself. NCCL 2.3.5.
-func GroupEndContext(ctx context.Context) error {
+func GroupEndContext(ctx context.Context) error { return groupEndManual(ctx, completed) }
+
+// groupEndManual is GroupEnd, finished as m says.
+func groupEndManual(ctx context.Context, m mode) error {
 	if _, err := loaded(); err != nil {
 		return err
 	}
@@ -106,18 +115,18 @@ func GroupEndContext(ctx context.Context) error {
 	if !capi.GroupInnerManual() {
 		return fmt.Errorf("nccl: GroupEnd: the innermost group was opened by Group or GroupSimulate, which end it themselves: %w", ErrInvalidUsage)
 	}
-	return groupEnd(ctx)
+	return groupEnd(ctx, m)
 }
 
 // groupEnd ends the calling thread's innermost group and, after the
-// outermost, waits for the blocking communicators it used.
-func groupEnd(ctx context.Context) error {
+// outermost, waits for the communicators it used as m says.
+func groupEnd(ctx context.Context, m mode) error {
 	st, used := endGroup(capi.GroupEnd)
 	runtime.UnlockOSThread()
 	if st.Code != 0 && Result(st.Code) != InProgress {
 		return statusErr("GroupEnd", "ncclGroupEnd", st)
 	}
-	return waitUsed(ctx, "GroupEnd", used)
+	return waitUsed(ctx, m, "GroupEnd", used)
 }
 
 // endGroup ends one group level on this thread with end (ncclGroupEnd or
@@ -163,9 +172,10 @@ func endGroup(end func() capi.Status) (capi.Status, []uintptr) {
 	return st, used
 }
 
-// waitUsed waits for the blocking communicators among used (the NCCL
-// communicators a group used) after the group ended.
-func waitUsed(ctx context.Context, op string, used []uintptr) error {
+// waitUsed waits for the communicators among used (the NCCL communicators
+// a group used) after the group ended: the blocking ones, or all of them in
+// mode completed.
+func waitUsed(ctx context.Context, m mode, op string, used []uintptr) error {
 	var errs []error
 	for _, p := range used {
 		c := lookup(p)
@@ -173,7 +183,7 @@ func waitUsed(ctx context.Context, op string, used []uintptr) error {
 			continue
 		}
 		c.mu.Lock()
-		blocking := completes(ctx, c.blocking) && c.ptr == p
+		blocking := completes(m, c.blocking) && c.ptr == p
 		c.mu.Unlock()
 		if blocking {
 			errs = append(errs, c.wait(ctx, op))
@@ -246,7 +256,7 @@ func GroupSimulate(fn func() error) (est time.Duration, err error) {
 		if refused > 0 && err == nil {
 			err = errSimulated(fmt.Sprintf("%d operation(s) of the group", refused))
 		}
-		err = errors.Join(err, leftOpen, endErr, waitUsed(context.Background(), op, used))
+		err = errors.Join(err, leftOpen, endErr, waitUsed(context.Background(), completed, op, used))
 		if err != nil {
 			est = 0
 		}

@@ -443,7 +443,7 @@ func (c *Communicator) lifeAfterReleaseLocked(final commState, broken error) {
 // ErrInProgress. Abort on such a child does not wait: what NCCL makes for
 // it is aborted when the parent is destroyed or aborted. NCCL 2.18.1.
 func (c *Communicator) Split(color, key int, cfg *Config) (*Communicator, error) {
-	return c.SplitContext(plain, color, key, cfg)
+	return c.split(context.Background(), started, color, key, cfg)
 }
 
 // SplitContext is Split (ncclCommSplit) completed within ctx: it waits for
@@ -453,6 +453,11 @@ func (c *Communicator) Split(color, key int, cfg *Config) (*Communicator, error)
 // and ErrInProgress; a blocking parent splits inside NCCL, where ctx cannot
 // reach. Collective. NCCL 2.18.1.
 func (c *Communicator) SplitContext(ctx context.Context, color, key int, cfg *Config) (*Communicator, error) {
+	return c.split(ctx, completed, color, key, cfg)
+}
+
+// split is ncclCommSplit, finished as m says.
+func (c *Communicator) split(ctx context.Context, m mode, color, key int, cfg *Config) (*Communicator, error) {
 	const op = "Split"
 	if color < 0 && color != NoColor {
 		return nil, argErr(op, "color", "%d: must be >= 0, or NoColor", color)
@@ -463,7 +468,7 @@ func (c *Communicator) SplitContext(ctx context.Context, color, key int, cfg *Co
 	if key < math.MinInt32 || key > math.MaxInt32 {
 		return nil, argErr(op, "key", "%d: must fit in a C int", key)
 	}
-	return c.makeChild(ctx, op, "ncclCommSplit", cfg, color == NoColor,
+	return c.makeChild(ctx, m, op, "ncclCommSplit", cfg, color == NoColor,
 		func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status {
 			return capi.CommSplit(ptr, color, key, cell, cc)
 		})
@@ -477,12 +482,17 @@ func (c *Communicator) SplitContext(ctx context.Context, color, key int, cfg *Co
 // Split. Collective over the remaining ranks. Blocking and non-blocking
 // behaviour as in Split. NCCL 2.27.3.
 func (c *Communicator) Shrink(exclude []int, cfg *Config, flags ShrinkFlag) (*Communicator, error) {
-	return c.ShrinkContext(plain, exclude, cfg, flags)
+	return c.shrink(context.Background(), started, exclude, cfg, flags)
 }
 
 // ShrinkContext is Shrink (ncclCommShrink) completed within ctx (see
 // SplitContext). Collective over the remaining ranks. NCCL 2.27.3.
 func (c *Communicator) ShrinkContext(ctx context.Context, exclude []int, cfg *Config, flags ShrinkFlag) (*Communicator, error) {
+	return c.shrink(ctx, completed, exclude, cfg, flags)
+}
+
+// shrink is ncclCommShrink, finished as m says.
+func (c *Communicator) shrink(ctx context.Context, m mode, exclude []int, cfg *Config, flags ShrinkFlag) (*Communicator, error) {
 	const op = "Shrink"
 	if flags != ShrinkDefault && flags != ShrinkAbort {
 		return nil, argErr(op, "flags", "%d: must be ShrinkDefault or ShrinkAbort", int(flags))
@@ -518,7 +528,7 @@ func (c *Communicator) ShrinkContext(ctx context.Context, exclude []int, cfg *Co
 	if seen[rank] {
 		return nil, argErr(op, "exclude", "rank %d is this rank: excluded ranks must not call Shrink", rank)
 	}
-	return c.makeChild(ctx, op, "ncclCommShrink", cfg, false,
+	return c.makeChild(ctx, m, op, "ncclCommShrink", cfg, false,
 		func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status {
 			return capi.CommShrink(ptr, slices.Clone(list), cell, cc, int(flags))
 		})
@@ -539,8 +549,9 @@ func (c *Communicator) childConfig(op string, cfg *Config, r Release) (*capi.Con
 	return cfg.encode(op, r)
 }
 
-// makeChild runs a Split or Shrink call and returns the child.
-func (c *Communicator) makeChild(ctx context.Context, op, fn string, cfg *Config, noColor bool,
+// makeChild runs a Split or Shrink call and returns the child, finished as
+// m says.
+func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg *Config, noColor bool,
 	call func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status) (*Communicator, error) {
 	if c == nil {
 		return nil, &StateError{Op: op}
@@ -562,42 +573,31 @@ func (c *Communicator) makeChild(ctx context.Context, op, fn string, cfg *Config
 	}
 	cc := &childCell{cell: capi.NewCell(), claimed: noColor}
 	var (
-		st       capi.Status
 		comp     completion
 		dev      int
 		blocking bool
 	)
-	for {
-		ptr, err := c.lockLive(op)
-		if err != nil {
-			cc.cell.Free()
-			return nil, err
-		}
-		if c.finalized {
-			err := c.noNewWorkLocked(op)
-			c.mu.Unlock()
-			cc.cell.Free()
-			return nil, err
-		}
-		st = call(ptr, cc.cell, ccfg)
-		if st.Code == capi.Pending {
-			c.mu.Unlock()
-			if err := c.wait(ctx, op); err != nil {
-				cc.cell.Free()
-				return nil, err
+	st, err := c.retry(ctx, op, func() (capi.Status, error) {
+		st, _, err := c.attempt(op, takeLive, func(ptr uintptr) (capi.Status, error) {
+			if c.finalized { // a revoked parent may still split
+				return capi.Status{}, c.noNewWorkLocked(op)
 			}
-			continue
-		}
-		if st.Code == 0 || Result(st.Code) == InProgress {
-			// From here NCCL may write the cell until the parent's job is
-			// over: the parent owns it.
-			c.life.cells = append(c.life.cells, cc)
-			comp = c.completionLocked(st)
-			comp.done = false // the child is known only from the parent's state
-		}
-		dev, blocking = c.dev, c.blocking
-		c.mu.Unlock()
-		break
+			st := call(ptr, cc.cell, ccfg)
+			if st.Code == 0 || Result(st.Code) == InProgress {
+				// From here NCCL may write the cell until the parent's job
+				// is over: the parent owns it.
+				c.life.cells = append(c.life.cells, cc)
+				comp = c.completionLocked(st)
+				comp.done = false // the child is known only from the parent's state
+			}
+			dev, blocking = c.dev, c.blocking
+			return st, nil
+		})
+		return st, err
+	})
+	if err != nil {
+		cc.cell.Free()
+		return nil, err
 	}
 	if st.Code != 0 && Result(st.Code) != InProgress {
 		// A blocking parent ran the job inside the call: NCCL stores the
@@ -612,7 +612,7 @@ func (c *Communicator) makeChild(ctx context.Context, op, fn string, cfg *Config
 	child := &Communicator{dev: dev, blocking: childBlocking}
 	if noColor {
 		// Nothing to wait for but the parent's own part of the collective.
-		if completes(ctx, blocking) && !comp.inGroup {
+		if completes(m, blocking) && !comp.inGroup {
 			if err := c.wait(ctx, op); err != nil {
 				return nil, err
 			}
@@ -623,7 +623,7 @@ func (c *Communicator) makeChild(ctx context.Context, op, fn string, cfg *Config
 		return child, nil
 	}
 	child.life.pend = &pendingChild{parent: c, cell: cc, op: op, dev: dev, blocking: childBlocking, comp: comp}
-	if !completes(ctx, blocking) || comp.inGroup {
+	if !completes(m, blocking) || comp.inGroup {
 		return child, nil
 	}
 	if err := child.awaitPending(ctx, op); err != nil {
@@ -644,8 +644,8 @@ func (c *Communicator) makeChild(ctx context.Context, op, fn string, cfg *Config
 func (c *Communicator) GetUniqueID() (UniqueID, error) {
 	const op = "GetUniqueID"
 	var id UniqueID
-	err := c.call(context.Background(), op, "ncclCommGetUniqueId", func(ptr uintptr) capi.Status {
-		return capi.CommGetUniqueID(ptr, (*[128]byte)(&id))
+	err := c.call(context.Background(), completed, op, "ncclCommGetUniqueId", takeLive, func(ptr uintptr) (capi.Status, error) {
+		return capi.CommGetUniqueID(ptr, (*[128]byte)(&id)), nil
 	})
 	return id, err
 }
@@ -666,7 +666,7 @@ func (c *Communicator) GetUniqueID() (UniqueID, error) {
 // new one is ready. Blocking and non-blocking behaviour as in Init.
 // NCCL 2.29.2.
 func (c *Communicator) Grow(nranks int, id *UniqueID, rank int, cfg *Config) (*Communicator, error) {
-	return c.GrowContext(plain, nranks, id, rank, cfg)
+	return c.grow(context.Background(), started, nranks, id, rank, cfg)
 }
 
 // GrowContext is Grow (ncclCommGrow) completed within ctx: if ctx ends
@@ -674,6 +674,11 @@ func (c *Communicator) Grow(nranks int, id *UniqueID, rank int, cfg *Config) (*C
 // error matches both ctx.Err() and ErrInProgress (a blocking one grows
 // inside NCCL, where ctx cannot reach). Collective. NCCL 2.29.2.
 func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID, rank int, cfg *Config) (*Communicator, error) {
+	return c.grow(ctx, completed, nranks, id, rank, cfg)
+}
+
+// grow is ncclCommGrow, finished as m says.
+func (c *Communicator) grow(ctx context.Context, m mode, nranks int, id *UniqueID, rank int, cfg *Config) (*Communicator, error) {
 	const op = "Grow"
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -743,32 +748,26 @@ func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID
 		*raw = *id
 	}
 	cell := capi.NewCell()
+	grow := func(ptr uintptr) (capi.Status, error) {
+		return capi.CommGrow(cctx, ptr, nranks, raw, rank, cell, ccfg), nil
+	}
 	var st capi.Status
-	for {
-		var ptr uintptr
-		if existing {
-			if ptr, err = c.lockLive(op); err != nil {
-				cell.Free()
-				return nil, err
-			}
-			if c.finalized {
-				err := c.noNewWorkLocked(op)
-				c.mu.Unlock()
-				cell.Free()
-				return nil, err
-			}
-		}
-		st = capi.CommGrow(cctx, ptr, nranks, raw, rank, cell, ccfg)
-		if existing {
-			c.mu.Unlock()
-		}
-		if st.Code != capi.Pending {
-			break
-		}
-		if err := c.wait(ctx, op); err != nil {
-			cell.Free()
-			return nil, err
-		}
+	if existing {
+		st, err = c.retry(ctx, op, func() (capi.Status, error) {
+			st, _, err := c.attempt(op, takeLive, func(ptr uintptr) (capi.Status, error) {
+				if c.finalized {
+					return capi.Status{}, c.noNewWorkLocked(op)
+				}
+				return grow(ptr)
+			})
+			return st, err
+		})
+	} else {
+		st, err = grow(0) // a joining rank: no communicator to lock
+	}
+	if err != nil {
+		cell.Free()
+		return nil, err
 	}
 	ptr := cell.Load()
 	if st.Code != 0 && Result(st.Code) != InProgress {
@@ -790,7 +789,7 @@ func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID
 	child.adoptLocked(ptr, dev, blocking)
 	child.life.own = cell
 	child.mu.Unlock()
-	if err := child.settle(ctx, op); err != nil {
+	if err := child.settle(ctx, m, op); err != nil {
 		return nil, err
 	}
 	return child, nil
@@ -804,22 +803,27 @@ func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID
 // Destroy can follow after a failure. flags must be 0 (NCCL_REVOKE_DEFAULT).
 // Finalize is not allowed after Revoke (Destroy skips it). Not collective.
 // NCCL 2.28.7.
-func (c *Communicator) Revoke(flags int) error { return c.RevokeContext(plain, flags) }
+func (c *Communicator) Revoke(flags int) error { return c.revoke(context.Background(), started, flags) }
 
 // RevokeContext is Revoke (ncclCommRevoke) completed within ctx: it waits
 // until the communicator is quiescent, even a non-blocking one. Not
 // collective. NCCL 2.28.7.
 func (c *Communicator) RevokeContext(ctx context.Context, flags int) error {
+	return c.revoke(ctx, completed, flags)
+}
+
+// revoke is ncclCommRevoke, finished as m says.
+func (c *Communicator) revoke(ctx context.Context, m mode, flags int) error {
 	const op = "Revoke"
 	if flags != 0 {
 		return argErr(op, "flags", "%d: must be 0 (NCCL_REVOKE_DEFAULT)", flags)
 	}
-	return c.call(ctx, op, "ncclCommRevoke", func(ptr uintptr) capi.Status {
+	return c.call(ctx, m, op, "ncclCommRevoke", takeLive, func(ptr uintptr) (capi.Status, error) {
 		st := capi.CommRevoke(ptr, flags)
 		if st.Code == 0 || Result(st.Code) == InProgress {
-			c.revoked = true // mu is held by call
+			c.revoked = true
 		}
-		return st
+		return st, nil
 	})
 }
 
@@ -830,29 +834,39 @@ func (c *Communicator) RevokeContext(ctx context.Context, flags int) error {
 // its memory manager is disabled or shared with Split children
 // (Config.SplitShare). Collective (NCCL runs a barrier). NCCL 2.29.7.
 func (c *Communicator) Suspend(flags SuspendFlag) error {
-	return c.SuspendContext(plain, flags)
+	return c.suspend(context.Background(), started, flags)
 }
 
 // SuspendContext is Suspend (ncclCommSuspend) completed within ctx.
 // Collective. NCCL 2.29.7.
 func (c *Communicator) SuspendContext(ctx context.Context, flags SuspendFlag) error {
+	return c.suspend(ctx, completed, flags)
+}
+
+// suspend is ncclCommSuspend, finished as m says.
+func (c *Communicator) suspend(ctx context.Context, m mode, flags SuspendFlag) error {
 	const op = "Suspend"
 	if flags&^SuspendMem != 0 {
 		return argErr(op, "flags", "%#x: only SuspendMem is defined", int(flags))
 	}
-	return c.call(ctx, op, "ncclCommSuspend", func(ptr uintptr) capi.Status {
-		return capi.CommSuspend(ptr, int(flags))
+	return c.call(ctx, m, op, "ncclCommSuspend", takeLive, func(ptr uintptr) (capi.Status, error) {
+		return capi.CommSuspend(ptr, int(flags)), nil
 	})
 }
 
 // Resume brings back what Suspend released (ncclCommResume). Collective.
 // NCCL 2.29.7.
-func (c *Communicator) Resume() error { return c.ResumeContext(plain) }
+func (c *Communicator) Resume() error { return c.resume(context.Background(), started) }
 
 // ResumeContext is Resume (ncclCommResume) completed within ctx.
 // Collective. NCCL 2.29.7.
-func (c *Communicator) ResumeContext(ctx context.Context) error {
-	return c.call(ctx, "Resume", "ncclCommResume", capi.CommResume)
+func (c *Communicator) ResumeContext(ctx context.Context) error { return c.resume(ctx, completed) }
+
+// resume is ncclCommResume, finished as m says.
+func (c *Communicator) resume(ctx context.Context, m mode) error {
+	return c.call(ctx, m, "Resume", "ncclCommResume", takeLive, func(ptr uintptr) (capi.Status, error) {
+		return capi.CommResume(ptr), nil
+	})
 }
 
 // MemStat returns one memory statistic of the communicator
@@ -864,10 +878,9 @@ func (c *Communicator) MemStat(stat MemStat) (uint64, error) {
 		return 0, argErr(op, "stat", "%d: not a MemStat", int(stat))
 	}
 	var v uint64
-	err := c.call(context.Background(), op, "ncclCommMemStats", func(ptr uintptr) capi.Status {
-		var st capi.Status
+	err := c.call(context.Background(), completed, op, "ncclCommMemStats", takeLive, func(ptr uintptr) (st capi.Status, _ error) {
 		v, st = capi.CommMemStats(ptr, int(stat))
-		return st
+		return st, nil
 	})
 	return v, err
 }

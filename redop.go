@@ -79,11 +79,8 @@ func (c *Communicator) newPreMulSum(op string, dt DataType, host bool, bits uint
 	if dt.Since() > r {
 		return nil, &UnsupportedError{Func: dt.String(), Since: dt.Since(), Loaded: r}
 	}
-	for {
-		ptr, err := c.lockLive(op)
-		if err != nil {
-			return nil, err
-		}
+	var o *CustomOp
+	err = c.call(context.Background(), completed, op, "ncclRedOpCreatePreMulSum", takeLive, func(ptr uintptr) (capi.Status, error) {
 		var v int32
 		var st capi.Status
 		if host {
@@ -92,20 +89,16 @@ func (c *Communicator) newPreMulSum(op string, dt DataType, host bool, bits uint
 			v, st = capi.RedOpCreatePreMulSum(dptr, int32(dt), scalarDevice, ptr)
 		}
 		if st.Code == 0 {
-			o := &CustomOp{localRes: localRes{c: c, ptr: ptr}, op: RedOp(v), dt: dt, keep: keep}
+			o = &CustomOp{localRes: localRes{c: c, ptr: ptr}, op: RedOp(v), dt: dt, keep: keep}
 			c.trackLocked(o)
 			c.customOps = append(c.customOps, o)
-			c.mu.Unlock()
-			return o, nil
 		}
-		c.mu.Unlock()
-		if st.Code != capi.Pending {
-			return nil, statusErr(op, "ncclRedOpCreatePreMulSum", st)
-		}
-		if err := c.wait(context.Background(), op); err != nil {
-			return nil, err
-		}
+		return st, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return o, nil
 }
 
 // Op is the operator's ncclRedOp_t, to pass to this communicator's

@@ -25,30 +25,22 @@ type RegisteredBuffer struct {
 // NCCL 2.19.1.
 func (c *Communicator) RegisterBuffer(b Buffer) (*RegisteredBuffer, error) {
 	const op = "RegisterBuffer"
-	for {
-		ptr, err := c.lockPrepared(op)
-		if err != nil {
-			return nil, err
-		}
+	var rb *RegisteredBuffer
+	err := c.call(context.Background(), completed, op, "ncclCommRegister", takePrepared, func(ptr uintptr) (capi.Status, error) {
 		if err := c.checkBuf(op, "buf", b); err != nil {
-			c.mu.Unlock()
-			return nil, err
+			return capi.Status{}, err
 		}
 		h, st := capi.CommRegister(ptr, b.Ptr, b.Bytes())
 		if st.Code == 0 {
-			rb := &RegisteredBuffer{localRes: localRes{c: c, ptr: ptr}, handle: h, buf: b}
+			rb = &RegisteredBuffer{localRes: localRes{c: c, ptr: ptr}, handle: h, buf: b}
 			c.trackLocked(rb)
-			c.mu.Unlock()
-			return rb, nil
 		}
-		c.mu.Unlock()
-		if st.Code != capi.Pending {
-			return nil, statusErr(op, "ncclCommRegister", st)
-		}
-		if err := c.wait(context.Background(), op); err != nil {
-			return nil, err
-		}
+		return st, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return rb, nil
 }
 
 // Handle is NCCL's registration handle, valid until Close.

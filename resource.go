@@ -175,14 +175,15 @@ func (c *Communicator) startLocked(r asyncResource) bool {
 	return c.blocking
 }
 
-// finishCreate waits for r's creation on a blocking communicator outside a
-// group and turns a missing or failed resource into an error.
-func finishCreate[R asyncResource](ctx context.Context, op string, blocking bool, r R) (R, error) {
+// finishCreate waits for r's creation outside a group when m or a blocking
+// communicator says so, and turns a missing or failed resource into an
+// error.
+func finishCreate[R asyncResource](ctx context.Context, m mode, op string, blocking bool, r R) (R, error) {
 	var none R
 	a := r.async()
 	c := a.c
 	var waitErr error
-	if completes(ctx, blocking) && !a.comp.inGroup {
+	if completes(m, blocking) && !a.comp.inGroup {
 		waitErr = c.wait(ctx, op)
 	}
 	c.mu.Lock()

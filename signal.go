@@ -1,7 +1,7 @@
 package nccl
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"math"
 
@@ -25,28 +25,9 @@ type WaitSignalDesc struct {
 	Context     int // must be 0 (NCCL supports one context)
 }
 
-// errNeedRMA asks a one-sided call to fill the communicator's facts (slow
-// path) and try again. It never reaches the caller.
-var errNeedRMA = errors.New("nccl: internal: RMA facts not read yet")
-
-// rmaCheckLocked checks (mu held, ptr live) that one-sided calls can be
-// made. It allocates nothing on success.
-func (c *Communicator) rmaCheckLocked(op, fn string, ptr uintptr) error {
-	if c.coll.ptr != ptr || !c.identity || c.props == nil {
-		if c.coll.ptr == ptr && c.coll.release != 0 && c.coll.release < 22902 {
-			return unsupported(fn)
-		}
-		return errNeedRMA
-	}
-	if hr := c.props.HostRMASupport; hr != nil && !*hr {
-		return fmt.Errorf("nccl: %s: this communicator has no host-initiated RMA support (ncclCommProperties_t.hostRmaSupport is false; it needs symmetric memory across its ranks): %w", op, ErrUnsupported)
-	}
-	return nil
-}
-
-// prepareRMA fills the identity, the collectives' facts and the properties
-// (slow path, once per communicator).
-func (c *Communicator) prepareRMA(op, fn string) error {
+// rmaReady checks that one-sided calls exist in the loaded NCCL and fills
+// the communicator's properties (slow path, once; cached after).
+func (c *Communicator) rmaReady(op, fn string) error {
 	r, err := loaded()
 	if err != nil {
 		return err
@@ -54,76 +35,41 @@ func (c *Communicator) prepareRMA(op, fn string) error {
 	if r < 22902 {
 		return unsupported(fn)
 	}
-	if err := c.prepare(op); err != nil {
-		return err
-	}
 	_, err = c.properties(op)
 	return err
 }
 
-// lockRMA locks c for a one-sided call on a stream of device sdev: it
-// returns the pointer with mu held, or an error with mu released.
-func (c *Communicator) lockRMA(op, fn string, sdev int) (uintptr, error) {
-	for {
-		ptr, err := c.lockLive(op)
-		if err != nil {
-			return 0, err
-		}
-		if err := c.noNewWorkLocked(op); err != nil {
-			c.mu.Unlock()
-			return 0, err
-		}
-		err = c.rmaCheckLocked(op, fn, ptr)
-		if err == nil {
-			if sdev >= 0 && sdev != c.dev {
-				dev := c.dev
-				c.mu.Unlock()
-				return 0, argErr(op, "stream", "a stream of cuda:%d, but the communicator is on cuda:%d", sdev, dev)
-			}
-			if simulating.Load() != 0 && (!c.blocking || c.nranks == 1) && onSimulatingThread() {
-				c.mu.Unlock()
-				return 0, errSimulated(op)
-			}
-			return ptr, nil
-		}
-		c.mu.Unlock()
-		if err != errNeedRMA {
-			return 0, err
-		}
-		if err := c.prepareRMA(op, fn); err != nil {
-			return 0, err
+// rmaCheckLocked checks (mu held) that the communicator supports
+// host-initiated one-sided calls. It allocates nothing on success.
+func (c *Communicator) rmaCheckLocked(op string) error {
+	if c.props != nil {
+		if hr := c.props.HostRMASupport; hr != nil && !*hr {
+			return fmt.Errorf("nccl: %s: this communicator has no host-initiated RMA support (ncclCommProperties_t.hostRmaSupport is false; it needs symmetric memory across its ranks): %w", op, ErrUnsupported)
 		}
 	}
+	return nil
 }
 
 // rmaCall makes a one-sided call on stream s: call checks the arguments
 // (c.mu held, the communicator's facts filled) and calls NCCL with the
-// communicator and stream handles. It waits and calls again while an earlier
-// operation is in progress, and a blocking communicator waits for a call
-// NCCL reports in progress, as the collectives do.
+// communicator and stream handles, through the call path of call.go.
 func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, call func(comm, stream uintptr) (capi.Status, error)) error {
 	h, sdev, err := s.Resolve()
 	if err != nil {
 		return &ArgError{Op: op, Arg: "stream", Reason: "destroyed", Err: err}
 	}
-	for {
-		ptr, err := c.lockRMA(op, fn, sdev)
-		if err != nil {
-			return err
-		}
-		st, err := call(ptr, h)
-		blocking := c.blocking
-		c.mu.Unlock()
-		switch {
-		case err != nil:
-			return err
-		case st.Code == 0:
-			return nil
-		}
-		if retry, err := c.afterCall(plain, op, fn, st, blocking); !retry {
-			return err
-		}
+	if err := c.rmaReady(op, fn); err != nil {
+		return err
 	}
+	return c.call(context.Background(), started, op, fn, takePrepared, func(ptr uintptr) (capi.Status, error) {
+		if err := c.rmaCheckLocked(op); err != nil {
+			return capi.Status{}, err
+		}
+		if err := c.queueCheckLocked(op, sdev); err != nil {
+			return capi.Status{}, err
+		}
+		return call(ptr, h)
+	})
 }
 
 // Signal raises a signal at peer once this rank's earlier one-sided

@@ -1,7 +1,6 @@
 package nccl
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/nccl4go/nccl/internal/capi"
@@ -10,10 +9,6 @@ import (
 // The checks of the hot path. Each returns nil without allocating when the
 // argument is good, and builds its error only on failure. They run with the
 // communicator's mu held and its collState filled.
-
-// errNeedCC asks run to read the device's compute capability (slow path)
-// and validate again. It never reaches the caller.
-var errNeedCC = errors.New("nccl: internal: compute capability not read yet")
 
 // validateLocked checks a call and returns what NCCL is passed.
 func (c *Communicator) validateLocked(a *collCall, op string) (send, recv uintptr, count uint64, dt DataType, err error) {
@@ -320,9 +315,6 @@ func (c *Communicator) checkOpSlow(op string, o RedOp, t DataType) error {
 	// NCCL (2.19 through 2.30) reduces every type with every operator, fp8
 	// only on sm_90 and newer (its kernels need it).
 	if t.IsFloat8() {
-		if c.coll.cc == 0 {
-			return errNeedCC
-		}
 		if c.coll.cc < 90 {
 			return &ArgError{Op: op, Arg: "op", Err: ErrUnsupported, Reason: fmt.Sprintf(
 				"%s reductions need a GPU of compute capability 9.0 or newer; cuda:%d is %d.%d", t, c.dev, c.coll.cc/10, c.coll.cc%10)}

@@ -79,7 +79,7 @@ var windowKind = asyncKind{
 // returns a Window known at the group's end. NCCL 2.27.3
 // (WindowStrictOrdering: 2.29.7).
 func (c *Communicator) RegisterWindow(b Buffer, flags WindowFlag) (*Window, error) {
-	return c.RegisterWindowContext(plain, b, flags)
+	return c.registerWindow(context.Background(), started, b, flags)
 }
 
 // RegisterWindowContext is RegisterWindow (ncclCommWindowRegister)
@@ -88,6 +88,11 @@ func (c *Communicator) RegisterWindow(b Buffer, flags WindowFlag) (*Window, erro
 // blocking one waits inside NCCL: see the package documentation).
 // Collective. NCCL 2.27.3.
 func (c *Communicator) RegisterWindowContext(ctx context.Context, b Buffer, flags WindowFlag) (*Window, error) {
+	return c.registerWindow(ctx, completed, b, flags)
+}
+
+// registerWindow is ncclCommWindowRegister, finished as m says.
+func (c *Communicator) registerWindow(ctx context.Context, m mode, b Buffer, flags WindowFlag) (*Window, error) {
 	const op = "RegisterWindow"
 	if flags&^(WindowCollSymmetric|WindowStrictOrdering) != 0 {
 		return nil, argErr(op, "flags", "%#x: not a combination of WindowCollSymmetric and WindowStrictOrdering", int(flags))
@@ -105,42 +110,40 @@ func (c *Communicator) RegisterWindowContext(ctx context.Context, b Buffer, flag
 	if flags&WindowStrictOrdering != 0 && r < 22907 {
 		return nil, &UnsupportedError{Func: "NCCL_WIN_STRICT_ORDERING", Since: 22907, Loaded: r}
 	}
-	for {
-		ptr, err := c.lockPrepared(op)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.checkBuf(op, "buf", b); err != nil {
-			c.mu.Unlock()
-			return nil, err
-		}
-		if r >= 22803 && b.Ptr%windowAlignment != 0 {
-			c.mu.Unlock()
-			return nil, argErr(op, "buf", "address %#x is not a multiple of %d: a window starts at a multiple of %d bytes from its cuMem allocation (MemAlloc's memory is aligned)", b.Ptr, windowAlignment, windowAlignment)
-		}
-		cell := capi.NewCell()
-		st := capi.CommWindowRegister(ptr, b.Ptr, b.Bytes(), cell, int(flags))
-		if st.Code == capi.Pending {
-			c.mu.Unlock()
-			cell.Free()
-			if err := c.wait(ctx, op); err != nil {
-				return nil, err
+	var (
+		w        *Window
+		blocking bool
+	)
+	st, err := c.retry(ctx, op, func() (capi.Status, error) {
+		st, _, err := c.attempt(op, takePrepared, func(ptr uintptr) (capi.Status, error) {
+			if err := c.checkBuf(op, "buf", b); err != nil {
+				return capi.Status{}, err
 			}
-			continue
-		}
-		if st.Code != 0 && Result(st.Code) != InProgress {
-			c.mu.Unlock()
-			cell.Free() // NCCL queued nothing that would write it
-			return nil, statusErr(op, "ncclCommWindowRegister", st)
-		}
-		w := &Window{
-			asyncRes: asyncRes{c: c, ptr: ptr, kind: &windowKind, comp: c.completionLocked(st)},
-			cell:     cell, buf: b, flags: flags,
-		}
-		blocking := c.startLocked(w)
-		c.mu.Unlock()
-		return finishCreate(ctx, op, blocking, w)
+			if r >= 22803 && b.Ptr%windowAlignment != 0 {
+				return capi.Status{}, argErr(op, "buf", "address %#x is not a multiple of %d: a window starts at a multiple of %d bytes from its cuMem allocation (MemAlloc's memory is aligned)", b.Ptr, windowAlignment, windowAlignment)
+			}
+			cell := capi.NewCell()
+			st := capi.CommWindowRegister(ptr, b.Ptr, b.Bytes(), cell, int(flags))
+			if st.Code != 0 && Result(st.Code) != InProgress {
+				cell.Free() // pending or failed: NCCL queued nothing that would write it
+				return st, nil
+			}
+			w = &Window{
+				asyncRes: asyncRes{c: c, ptr: ptr, kind: &windowKind, comp: c.completionLocked(st)},
+				cell:     cell, buf: b, flags: flags,
+			}
+			blocking = c.startLocked(w)
+			return st, nil
+		})
+		return st, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	if w == nil {
+		return nil, statusErr(op, "ncclCommWindowRegister", st)
+	}
+	return finishCreate(ctx, m, op, blocking, w)
 }
 
 // noWindowErr says why NCCL made no window.

@@ -1,0 +1,317 @@
+package nccl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// How a call goes. Every method that calls NCCL on a communicator goes
+// through this file:
+//
+//  1. take: lock the communicator (mu) and get its live NCCL pointer; the
+//     levels of take say what must hold besides (takeLive: initialized;
+//     takeWork: also not finalized or revoked; takePrepared: also the
+//     identity and the facts the hot path checks against are cached, read
+//     in a slow path once per NCCL communicator).
+//  2. attempt: run the call's own checks and its one C call with mu held
+//     (released by defer). The shim's gate answers capi.Pending without
+//     calling NCCL while the communicator's previous operation is still in
+//     progress (non-blocking communicators), and capi.Held or
+//     capi.Orphaned when another thread's group owns its queue.
+//  3. retry: on capi.Pending, wait for that operation with mu released
+//     (wait, below), then attempt again. This is the only retry loop.
+//  4. finish: turn the status into an error. ncclInProgress means NCCL
+//     started the work in the background: the call waits for it when its
+//     mode is completed or the communicator is blocking, outside a group.
+//
+// The plain variants of the API (Split, Finalize, ...) run in mode started,
+// their ...Context variants in mode completed: the mode is an explicit
+// argument, never a value hidden in a context.
+
+// mode says when a call returns.
+type mode uint8
+
+const (
+	// started: once NCCL has accepted the work. On a non-blocking
+	// communicator the work may still be running: its next call (or Wait)
+	// waits for it. The plain variants of the API.
+	started mode = iota
+	// completed: once the work is done, waiting within the call's context
+	// even on a non-blocking communicator. The ...Context variants.
+	completed
+)
+
+// take is what a call needs of the communicator before it runs.
+type take uint8
+
+const (
+	takeLive     take = iota // initialized (a pending Split child once ready)
+	takeWork                 // and takes new work: not finalized or revoked
+	takePrepared             // and its identity and hot-path facts are cached
+)
+
+// lockLive locks c and returns its NCCL pointer, or a StateError (unlocked).
+func (c *Communicator) lockLive(op string) (uintptr, error) {
+	if c == nil {
+		return 0, &StateError{Op: op}
+	}
+	c.mu.Lock()
+	if c.ptr == 0 {
+		if c.life.pend != nil {
+			return c.lockPendingLocked(op) // child.go
+		}
+		st := c.state
+		c.mu.Unlock()
+		return 0, &StateError{Op: op, State: st.String()}
+	}
+	return c.ptr, nil
+}
+
+// lock takes c as t says: it returns the pointer with mu held, or an error
+// with mu released.
+func (c *Communicator) lock(op string, t take) (uintptr, error) {
+	for {
+		ptr, err := c.lockLive(op)
+		if err != nil || t == takeLive {
+			return ptr, err
+		}
+		if err := c.noNewWorkLocked(op); err != nil {
+			c.mu.Unlock()
+			return 0, err
+		}
+		if t == takeWork || (c.coll.ptr == ptr && c.identity) {
+			return ptr, nil
+		}
+		c.mu.Unlock()
+		if err := c.prepare(op); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// collState holds what the hot path checks against beyond the identity,
+// filled by prepare (slow path, once per NCCL communicator).
+type collState struct {
+	ptr     uintptr // the ncclComm_t these facts belong to; 0: not yet filled
+	release Release // the loaded NCCL
+	cc      int     // the device's compute capability as major*10+minor (fp8 reductions)
+}
+
+// prepare fills the identity and collState of the communicator.
+func (c *Communicator) prepare(op string) error {
+	_, _, dev, err := c.ident(op)
+	if err != nil {
+		return err
+	}
+	r, err := loaded()
+	if err != nil {
+		return err
+	}
+	major, minor, err := cuda.Device(dev).ComputeCapability()
+	if err != nil {
+		return fmt.Errorf("nccl: %s: reading the compute capability of cuda:%d: %w", op, dev, err)
+	}
+	c.mu.Lock()
+	if c.ptr != 0 && c.coll.ptr != c.ptr {
+		c.coll = collState{ptr: c.ptr, release: r, cc: major*10 + minor}
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// noNewWorkLocked refuses new work on a finalized or revoked communicator
+// (mu held).
+func (c *Communicator) noNewWorkLocked(op string) error {
+	switch {
+	case c.finalized:
+		return fmt.Errorf("nccl: %s: communicator finalized (by Finalize, or by a Destroy under way): it takes no new operations: %w", op, ErrClosed)
+	case c.revoked:
+		return fmt.Errorf("nccl: %s: communicator revoked: it takes no new operations (Split, Shrink, Destroy or Abort it): %w", op, ErrClosed)
+	}
+	return nil
+}
+
+// attempt takes c as t says and runs f on its pointer with mu held. It
+// also returns whether c is blocking, read under the same lock.
+func (c *Communicator) attempt(op string, t take, f func(ptr uintptr) (capi.Status, error)) (st capi.Status, blocking bool, err error) {
+	ptr, err := c.lock(op, t)
+	if err != nil {
+		return st, false, err
+	}
+	defer c.mu.Unlock()
+	st, err = f(ptr)
+	return st, c.blocking, err
+}
+
+// retry runs attempt until the shim no longer answers capi.Pending, waiting
+// (within ctx) for the communicator's operation in progress in between.
+// attempt takes and releases the communicator's lock itself.
+func (c *Communicator) retry(ctx context.Context, op string, attempt func() (capi.Status, error)) (capi.Status, error) {
+	for {
+		st, err := attempt()
+		if err != nil || st.Code != capi.Pending {
+			return st, err
+		}
+		if err := c.wait(ctx, op); err != nil {
+			return st, err
+		}
+	}
+}
+
+// call is the whole path of a call whose C function returns only a status:
+// take c as t says, run f (its checks and its C call) with mu held, retry
+// while the previous operation is pending, and finish as m says. fn names
+// the C function in errors.
+func (c *Communicator) call(ctx context.Context, m mode, op, fn string, t take, f func(ptr uintptr) (capi.Status, error)) error {
+	var blocking bool
+	st, err := c.retry(ctx, op, func() (st capi.Status, err error) {
+		st, blocking, err = c.attempt(op, t, f)
+		return st, err
+	})
+	if err != nil {
+		return err
+	}
+	return c.finish(ctx, m, op, fn, st, blocking)
+}
+
+// finish turns the status of an accepted call into its error: ncclSuccess
+// is nil; ncclInProgress waits for the work when m is completed or the
+// communicator blocking, outside a group (inside one the work starts when
+// the group ends); anything else is the NCCL error.
+func (c *Communicator) finish(ctx context.Context, m mode, op, fn string, st capi.Status, blocking bool) error {
+	switch {
+	case st.Code == 0:
+		return nil
+	case Result(st.Code) == InProgress:
+		if (m == completed || blocking) && capi.GroupDepth() == 0 {
+			return c.wait(ctx, op)
+		}
+		return nil
+	}
+	return statusErr(op, fn, st)
+}
+
+// completes reports whether a call in mode m on a communicator that is
+// blocking or not must see its work done before returning.
+func completes(m mode, blocking bool) bool { return m == completed || blocking }
+
+// Wait waits until the communicator's operations in progress have finished
+// (polling ncclCommGetAsyncError with backoff) and returns their error, if
+// any. When ctx ends first, the communicator is aborted and the error
+// matches both ctx.Err() and ErrInProgress. Needed only for non-blocking
+// communicators; blocking ones wait in each call. Not collective.
+// NCCL 2.4.2.
+func (c *Communicator) Wait(ctx context.Context) error { return c.wait(ctx, "Wait") }
+
+// AsyncError is the communicator's asynchronous state
+// (ncclCommGetAsyncError): nil when idle and healthy, an error wrapping
+// ErrInProgress while an operation runs, or the error that broke it (for
+// example ErrRemote when a peer failed). Not collective. NCCL 2.4.2.
+func (c *Communicator) AsyncError() error {
+	ptr, err := c.lockLive("get async error")
+	if err != nil {
+		return err
+	}
+	state, st := capi.CommGetAsyncError(ptr)
+	c.mu.Unlock()
+	if err := statusErr("AsyncError", "ncclCommGetAsyncError", st); err != nil {
+		return err
+	}
+	if state == 0 {
+		return nil
+	}
+	e := &Error{Op: "AsyncError", Code: Result(state)}
+	if Result(state) != InProgress {
+		e.Detail = capi.GetLastError()
+	}
+	return e
+}
+
+// LastError is ncclGetLastError: NCCL's last warning in this process. NCCL
+// keeps one buffer for the whole process, so it may describe another
+// communicator. Errors from this package already carry it. Not collective.
+// NCCL 2.13.4.
+func (c *Communicator) LastError() (string, error) {
+	if _, err := c.lockLive("get last error"); err != nil {
+		return "", err
+	}
+	c.mu.Unlock()
+	return capi.GetLastError(), nil
+}
+
+// wait polls the communicator's state, with mu released between polls,
+// until nothing is in progress: spinning briefly, then sleeping with
+// exponential backoff up to 2 ms. When ctx ends first it aborts the
+// communicator (cancel).
+func (c *Communicator) wait(ctx context.Context, op string) error {
+	if err := c.awaitPending(ctx, op); err != nil {
+		return err
+	}
+	var delay time.Duration
+	for spins := 0; ; spins++ {
+		state, st, err := c.pollState(op)
+		if err != nil {
+			return err
+		}
+		if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
+			return err
+		}
+		switch Result(state) {
+		case Success:
+			return nil
+		case InProgress:
+		default:
+			return &Error{Op: op, Code: Result(state), Detail: capi.GetLastError()}
+		}
+		if spins == 0 && capi.GroupDepth() > 0 {
+			return fmt.Errorf("nccl: %s: cannot wait for a communicator inside a group: its work starts when the group ends: %w", op, ErrInvalidUsage)
+		}
+		if ctx.Err() != nil {
+			return c.cancel(ctx, op)
+		}
+		if spins < 64 {
+			runtime.Gosched()
+			continue
+		}
+		delay = min(max(2*delay, 10*time.Microsecond), 2*time.Millisecond)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return c.cancel(ctx, op)
+		case <-t.C:
+		}
+	}
+}
+
+// pollState asks NCCL for the communicator's state once; an idle
+// communicator also settles its windows and device communicators.
+func (c *Communicator) pollState(op string) (int32, capi.Status, error) {
+	ptr, err := c.lockLive(op)
+	if err != nil {
+		return 0, capi.Status{}, err
+	}
+	defer c.mu.Unlock()
+	state, st := capi.CommGetAsyncError(ptr)
+	if state == 0 && st.Code == 0 && c.life.pendingRes > 0 {
+		c.settleResourcesLocked() // resource.go
+	}
+	return state, st, nil
+}
+
+// cancel aborts the communicator because ctx ended while op was in progress.
+func (c *Communicator) cancel(ctx context.Context, op string) error {
+	abortErr := c.Abort()
+	what := "aborted: "
+	if abortErr != nil {
+		what = "not aborted (see the next error): "
+	}
+	state := &Error{Op: op, Code: InProgress, Detail: what + context.Cause(ctx).Error()}
+	return errors.Join(ctx.Err(), state, abortErr)
+}
