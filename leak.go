@@ -52,4 +52,3 @@ func (c *Communicator) watchLeak() {
 	c.cleanup = runtime.AddCleanup(c, reportLeak, Leak{Ptr: c.ptr, Stack: string(buf)})
 	c.hasClean = true
 }
-
