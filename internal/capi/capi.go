@@ -12,8 +12,92 @@ package capi
 /*
 #cgo CFLAGS: -std=gnu11 -O2 -Wall
 #cgo LDFLAGS: -ldl
+
+// noescape and nocallback, for the calls given pointers to Go memory
+// (outputs the wrappers below declare as locals, a copy's host side): the
+// locals may then stay on the stack. Each of these C functions only reads
+// or writes through its pointers before it returns (none keeps one: no
+// group or background work writes them later), and nothing in the shim
+// calls back into Go. Not listed: calls whose pointers NCCL may use after
+// they return (configs, exclude lists and descriptors inside a group;
+// asynchronous copies), and the calls given no pointer (a collective):
+// nocallback would only add work to those.
+#cgo noescape capi_ncclGetVersion
+#cgo nocallback capi_ncclGetVersion
+#cgo noescape capi_ncclGetUniqueId
+#cgo nocallback capi_ncclGetUniqueId
+#cgo noescape capi_ncclCommGetUniqueId
+#cgo nocallback capi_ncclCommGetUniqueId
+#cgo noescape capi_ncclCommGetAsyncError
+#cgo nocallback capi_ncclCommGetAsyncError
+#cgo noescape capi_ncclCommCount
+#cgo nocallback capi_ncclCommCount
+#cgo noescape capi_ncclCommCuDevice
+#cgo nocallback capi_ncclCommCuDevice
+#cgo noescape capi_ncclCommUserRank
+#cgo nocallback capi_ncclCommUserRank
+#cgo noescape capi_ncclCommMemStats
+#cgo nocallback capi_ncclCommMemStats
+#cgo noescape capi_ncclCommQueryProperties
+#cgo nocallback capi_ncclCommQueryProperties
+#cgo noescape capi_ncclMemAlloc
+#cgo nocallback capi_ncclMemAlloc
+#cgo noescape capi_ncclCommRegister
+#cgo nocallback capi_ncclCommRegister
+#cgo noescape capi_ncclWinGetUserPtr
+#cgo nocallback capi_ncclWinGetUserPtr
+#cgo noescape capi_ncclGetLsaMultimemDevicePointer
+#cgo nocallback capi_ncclGetLsaMultimemDevicePointer
+#cgo noescape capi_ncclGetLsaDevicePointer
+#cgo nocallback capi_ncclGetLsaDevicePointer
+#cgo noescape capi_ncclGetPeerDevicePointer
+#cgo nocallback capi_ncclGetPeerDevicePointer
+#cgo noescape capi_ncclRedOpCreatePreMulSum
+#cgo nocallback capi_ncclRedOpCreatePreMulSum
+#cgo noescape capi_ncclGroupSimulateEnd
+#cgo nocallback capi_ncclGroupSimulateEnd
+#cgo noescape capi_group_take
+#cgo nocallback capi_group_take
+#cgo noescape capi_group_release
+#cgo nocallback capi_group_release
+#cgo noescape capi_cuDriverGetVersion
+#cgo nocallback capi_cuDriverGetVersion
+#cgo noescape capi_cuDeviceGet
+#cgo nocallback capi_cuDeviceGet
+#cgo noescape capi_cuDeviceGetCount
+#cgo nocallback capi_cuDeviceGetCount
+#cgo noescape capi_cuDeviceGetName
+#cgo nocallback capi_cuDeviceGetName
+#cgo noescape capi_cuDeviceGetAttribute
+#cgo nocallback capi_cuDeviceGetAttribute
+#cgo noescape capi_cuDeviceTotalMem_v2
+#cgo nocallback capi_cuDeviceTotalMem_v2
+#cgo noescape capi_cuDeviceGetPCIBusId
+#cgo nocallback capi_cuDeviceGetPCIBusId
+#cgo noescape capi_cuDeviceGetUuid_v2
+#cgo nocallback capi_cuDeviceGetUuid_v2
+#cgo noescape capi_cuDevicePrimaryCtxRetain
+#cgo nocallback capi_cuDevicePrimaryCtxRetain
+#cgo noescape capi_cuMemGetInfo_v2
+#cgo nocallback capi_cuMemGetInfo_v2
+#cgo noescape capi_cuStreamCreate
+#cgo nocallback capi_cuStreamCreate
+#cgo noescape capi_cuEventCreate
+#cgo nocallback capi_cuEventCreate
+#cgo noescape capi_cuEventElapsedTime
+#cgo nocallback capi_cuEventElapsedTime
+#cgo noescape capi_cuMemAlloc_v2
+#cgo nocallback capi_cuMemAlloc_v2
+#cgo noescape capi_cuPointerGetAttribute
+#cgo nocallback capi_cuPointerGetAttribute
+#cgo noescape capi_cuGetErrorName
+#cgo nocallback capi_cuGetErrorName
+#cgo noescape capi_cuGetErrorString
+#cgo nocallback capi_cuGetErrorString
+
 #include <stdlib.h>
 #include "shim.h"
+#include "group.h"
 */
 import "C"
 
@@ -29,6 +113,7 @@ var (
 	_ = [1]struct{}{}[NotLoaded-C.CAPI_NOT_LOADED]
 	_ = [1]struct{}{}[Pending-C.CAPI_PENDING]
 	_ = [1]struct{}{}[DevCommSize-C.sizeof_capi_devcomm]
+	_ = [1]struct{}{}[NumSyms-C.CAPI_NCCL_SYM_COUNT]
 )
 
 func status(s C.capi_status) Status {
@@ -40,23 +125,43 @@ func status(s C.capi_status) Status {
 	return st
 }
 
-// NCCLSymbols lists every NCCL function the shim binds.
-func NCCLSymbols() []Sym {
-	n := int(C.capi_nccl_sym_count())
-	syms := make([]Sym, n)
+// NCCLSymbols lists every NCCL function the shim binds, in Sym order, each
+// named as the shim's C table names it. For one function, use Present and
+// SymSince instead.
+func NCCLSymbols() []SymInfo {
+	syms := make([]SymInfo, NumSyms)
 	for i := range syms {
-		syms[i] = Sym{
+		syms[i] = SymInfo{
 			Name:    C.GoString(C.capi_nccl_sym_name(C.int(i))),
-			Since:   int(C.capi_nccl_sym_since(C.int(i))),
-			Present: C.capi_nccl_sym_present(C.int(i)) != 0,
+			Since:   SymSince[i],
+			Present: Present(Sym(i)),
 		}
 	}
 	return syms
 }
 
+// present holds, per Sym, whether the loaded NCCL has the function: filled
+// once by LoadNCCL, nil while no NCCL is loaded.
+var present atomic.Pointer[[NumSyms]bool]
+
+// Present reports whether the loaded NCCL has the function sym (false
+// while none is loaded, or for a sym out of range). It is an array index.
+func Present(sym Sym) bool {
+	p := present.Load()
+	return p != nil && uint(sym) < NumSyms && p[sym]
+}
+
 // LoadNCCL opens the library at path and resolves every symbol.
 func LoadNCCL(path string) (errmsg string, ok bool) {
-	return load(path, func(p *C.char, e *C.char, n C.size_t) C.int { return C.capi_nccl_load(p, e, n) })
+	msg, ok := load(path, func(p *C.char, e *C.char, n C.size_t) C.int { return C.capi_nccl_load(p, e, n) })
+	if ok {
+		var have [NumSyms]bool
+		for i := range have {
+			have[i] = C.capi_nccl_sym_present(C.int(i)) != 0
+		}
+		present.Store(&have)
+	}
+	return msg, ok
 }
 
 // LoadCUDA opens the CUDA driver library at path and resolves every symbol.
@@ -82,7 +187,10 @@ func CUDAPath() string { return goString(C.capi_cuda_path()) }
 
 // UnloadNCCL closes NCCL again, for a library the loader rejects after
 // opening it (not NCCL, too old).
-func UnloadNCCL() { C.capi_nccl_unload() }
+func UnloadNCCL() {
+	present.Store(nil)
+	C.capi_nccl_unload()
+}
 
 func goString(p *C.char) string {
 	if p == nil {
@@ -376,6 +484,10 @@ func WaitSignal(descs []WaitSignalDesc, comm, stream uintptr) Status {
 	return status(C.capi_ncclWaitSignal(C.int(len(descs)), p, C.uintptr_t(comm), C.uintptr_t(stream)))
 }
 
+// BenchFloor is one cgo call to a C function that does nothing: the floor
+// under any call of the binding, for benchmarks.
+func BenchFloor() int32 { return int32(C.capi_bench_floor()) }
+
 // BenchAllReduceLoop runs iters in-place all-reduces from a C loop: the
 // reference the Go call path is measured against.
 func BenchAllReduceLoop(buf uintptr, count uint64, dt int32, comm, stream uintptr, iters int) Status {
@@ -637,8 +749,21 @@ func CuPointerGetAttributeInt(attr int, p uintptr) (int, int32) {
 // calls skip their readiness check.
 func NonBlockingAdd(delta int) { C.capi_nonblocking_add(C.int(delta)) }
 
-// GroupDepth is the calling thread's group nesting depth as the shim counts it.
-func GroupDepth() int { return int(C.capi_group_depth()) }
+// openGroups is the shim's count of threads with a group open; gateBusy
+// its count of reasons for the gate to check (group.h), for the tests.
+var (
+	openGroups = (*int32)(unsafe.Pointer(&C.capi_open_groups))
+	gateBusy   = (*int32)(unsafe.Pointer(&C.capi_gate_busy))
+)
+
+// GroupDepth is the calling thread's group nesting depth as the shim counts
+// it. While no thread has a group open it answers without a cgo call.
+func GroupDepth() int {
+	if atomic.LoadInt32(openGroups) == 0 {
+		return 0
+	}
+	return int(C.capi_group_depth())
+}
 
 // GroupHeld is how many threads' open groups hold work of comm: from the
 // group's first call that queues work on comm until GroupRelease after its

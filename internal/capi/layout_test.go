@@ -13,8 +13,9 @@ import (
 	"github.com/nccl4go/nccl/internal/capi"
 )
 
-// The layouts below are shared/reference/nccl-abi.md §3.1-§3.8 (x86-64,
-// measured from the real headers of each release).
+// The layouts below are measured from NCCL's nccl.h of each release
+// (x86-64), as the project's reference notes on NCCL's ABI list them
+// (§3.1-§3.8).
 
 type layoutWant struct {
 	size    uintptr
@@ -203,12 +204,13 @@ func TestEncodeDevCommReqs(t *testing.T) {
 	}
 }
 
-// The first release of a handful of functions, from nccl-abi.md §1.
+// The first release of a handful of functions, from NCCL's nccl.h per
+// release (the reference notes on NCCL's ABI, §1).
 func TestSymbolReleases(t *testing.T) {
 	want := map[string]int{
 		"ncclGetVersion": 20305, "ncclGetUniqueId": 20305, "ncclGetErrorString": 20305, "ncclGetLastError": 21304,
 		"ncclCommInitRank": 20305, "ncclCommInitRankConfig": 21403, "ncclCommInitRankScalable": 22304,
-		"ncclCommInitAll": 20305, "ncclCommSplit": 21801, "ncclCommShrink": 22703, "ncclCommGetUniqueId": 22902,
+		"ncclCommSplit": 21801, "ncclCommShrink": 22703, "ncclCommGetUniqueId": 22902,
 		"ncclCommGrow": 22902, "ncclCommFinalize": 21403, "ncclCommDestroy": 20305, "ncclCommAbort": 20402,
 		"ncclCommRevoke": 22807, "ncclCommSuspend": 22907, "ncclCommResume": 22907, "ncclCommGetAsyncError": 20402,
 		"ncclCommMemStats": 22907, "ncclCommQueryProperties": 22902, "ncclMemAlloc": 21901, "ncclMemFree": 21901,
@@ -269,5 +271,18 @@ func TestStubIsGenerated(t *testing.T) {
 	}
 	if !bytes.Equal(got, have) {
 		t.Fatal("zcapi_other.go is out of date: run `go generate ./internal/capi` (go run gen_stub.go)")
+	}
+}
+
+// zsyms.go numbers the functions as the shim's C enum does.
+func TestSymOrderMatchesC(t *testing.T) {
+	syms := capi.NCCLSymbols()
+	if len(syms) != capi.NumSyms {
+		t.Fatalf("%d symbols in C, %d in zsyms.go", len(syms), capi.NumSyms)
+	}
+	for i, s := range syms {
+		if s.Name != capi.SymName[i] {
+			t.Errorf("symbol %d: C names it %q, zsyms.go %q", i, s.Name, capi.SymName[i])
+		}
 	}
 }

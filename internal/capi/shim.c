@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "group.h"
 #include "shim.h"
 
 // The generic trampolines call through an unprototyped pointer: every
@@ -18,24 +19,17 @@ typedef int (*capi_any_fn)();
 // ---------------------------------------------------------------------------
 // NCCL symbol table.
 
-#define CAPI_NAME_NCCL(name, since, gate, params, args) #name,
+// The first releases are not needed in C: zsyms.go holds them for the Go
+// side's error messages.
+#define CAPI_NAME_NCCL(name, since, gate, flags, params, args) #name,
 #define CAPI_NAME_NCCL_SPECIAL(name, since) #name,
 static const char *const nccl_names[CAPI_NCCL_SYM_COUNT] = {
 	CAPI_NCCL_FUNCS(CAPI_NAME_NCCL) CAPI_NCCL_SPECIAL_FUNCS(CAPI_NAME_NCCL_SPECIAL)};
 
-#define CAPI_SINCE_NCCL(name, since, gate, params, args) since,
-#define CAPI_SINCE_NCCL_SPECIAL(name, since) since,
-static const int nccl_since[CAPI_NCCL_SYM_COUNT] = {
-	CAPI_NCCL_FUNCS(CAPI_SINCE_NCCL) CAPI_NCCL_SPECIAL_FUNCS(CAPI_SINCE_NCCL_SPECIAL)};
-
 static void *nccl_handle;
 static void *nccl_syms[CAPI_NCCL_SYM_COUNT];
 
-int capi_nccl_sym_count(void) { return CAPI_NCCL_SYM_COUNT; }
-
 const char *capi_nccl_sym_name(int i) { return (i >= 0 && i < CAPI_NCCL_SYM_COUNT) ? nccl_names[i] : NULL; }
-
-int capi_nccl_sym_since(int i) { return (i >= 0 && i < CAPI_NCCL_SYM_COUNT) ? nccl_since[i] : 0; }
 
 int capi_nccl_sym_present(int i) { return (i >= 0 && i < CAPI_NCCL_SYM_COUNT) && nccl_syms[i] != NULL; }
 
@@ -106,8 +100,6 @@ int capi_nccl_load(const char *path, char *err, size_t errlen) {
 	return 0;
 }
 
-int capi_nccl_loaded(void) { return nccl_handle != NULL; }
-
 const char *capi_nccl_path(void) { return lib_path(nccl_syms[CAPI_SYM_ncclGetVersion]); }
 
 void capi_nccl_unload(void) {
@@ -133,8 +125,6 @@ int capi_cuda_load(const char *path, char *err, size_t errlen) {
 	cuda_handle = h;
 	return 0;
 }
-
-int capi_cuda_loaded(void) { return cuda_handle != NULL; }
 
 const char *capi_cuda_path(void) { return lib_path(cuda_syms[CAPI_CU_cuDriverGetVersion]); }
 
@@ -175,211 +165,7 @@ const char *capi_ncclGetErrorString(int result) {
 }
 
 // ---------------------------------------------------------------------------
-// Group membership, per thread (NCCL's groups are per thread too).
-
-static __thread int group_depth;
-static __thread uintptr_t *group_comms;
-static __thread int group_ncomms, group_cap;
-// Bit i: level i+1 was opened by a manual GroupStart (capi_group_mark).
-static __thread unsigned long long group_manual;
-
-// Process-wide: how many threads' open groups hold work of each
-// communicator (until capi_group_release after the outermost end).
-// Destroy and Abort of a communicator some group holds would free what
-// that group's end still uses.
-static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct held_entry {
-	uintptr_t comm;
-	int n;      // threads whose open group holds comm
-	int orphan; // a thread ended with comm in its open group: NCCL can never run that work
-} *held;
-static int held_len, held_cap;
-static int held_any; // held_len, read without the lock by the gate
-
-// held_find returns comm's index in held, or held_len (held_mu held).
-static int held_find(uintptr_t comm) {
-	int i = 0;
-	while (i < held_len && held[i].comm != comm) {
-		i++;
-	}
-	return i;
-}
-
-static void held_add(uintptr_t comm, int delta) {
-	pthread_mutex_lock(&held_mu);
-	int i = held_find(comm);
-	if (i == held_len && delta > 0) {
-		if (held_len == held_cap) {
-			int cap = held_cap ? 2 * held_cap : 16;
-			struct held_entry *p = realloc(held, cap * sizeof *p);
-			if (!p) {
-				pthread_mutex_unlock(&held_mu);
-				return;
-			}
-			held = p;
-			held_cap = cap;
-		}
-		held[held_len].comm = comm;
-		held[held_len].n = 0;
-		held[held_len].orphan = 0;
-		held_len++;
-	}
-	if (i < held_len) {
-		held[i].n += delta;
-		if (held[i].n <= 0 && !held[i].orphan) {
-			held[i] = held[--held_len];
-		}
-	}
-	__atomic_store_n(&held_any, held_len, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&held_mu);
-}
-
-// held_state returns how many open groups hold comm, and in *orphan
-// whether a thread ended holding it.
-static int held_state(uintptr_t comm, int *orphan) {
-	int n = 0;
-	*orphan = 0;
-	pthread_mutex_lock(&held_mu);
-	int i = held_find(comm);
-	if (i < held_len) {
-		n = held[i].n;
-		*orphan = held[i].orphan;
-	}
-	pthread_mutex_unlock(&held_mu);
-	return n;
-}
-
-int capi_group_held(uintptr_t comm) {
-	int orphan;
-	return held_state(comm, &orphan);
-}
-
-int capi_group_orphaned(uintptr_t comm) {
-	int orphan;
-	held_state(comm, &orphan);
-	return orphan;
-}
-
-int capi_group_records(void) { return __atomic_load_n(&held_any, __ATOMIC_RELAXED); }
-
-void capi_group_forget(uintptr_t comm) {
-	pthread_mutex_lock(&held_mu);
-	int i = held_find(comm);
-	if (i < held_len) {
-		held[i] = held[--held_len];
-	}
-	__atomic_store_n(&held_any, held_len, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&held_mu);
-}
-
-// A thread that ends with a group open (a goroutine that exits after
-// GroupStart, which locked it to the thread) releases its holds here.
-// Its communicators stay linked in NCCL's group state of a thread that no
-// longer exists: they are marked orphaned, and refuse new work; they can
-// still be aborted or destroyed (capi_group_forget then drops the mark).
-static pthread_key_t group_key;
-static int group_key_ok;
-static pthread_once_t group_key_once = PTHREAD_ONCE_INIT;
-
-static void group_thread_exit(void *unused) {
-	(void)unused;
-	pthread_mutex_lock(&held_mu);
-	for (int i = 0; i < group_ncomms; i++) {
-		int j = held_find(group_comms[i]);
-		if (j < held_len) {
-			held[j].orphan = 1;
-			held[j].n--;
-		}
-	}
-	pthread_mutex_unlock(&held_mu);
-	group_ncomms = 0;
-	free(group_comms);
-	group_comms = NULL;
-	group_cap = 0;
-}
-
-static void group_key_init(void) { group_key_ok = pthread_key_create(&group_key, group_thread_exit) == 0; }
-
-// group_holds reports whether the calling thread's open group holds comm.
-static int group_holds(uintptr_t comm) {
-	for (int i = 0; i < group_ncomms; i++) {
-		if (group_comms[i] == comm) {
-			return 1;
-		}
-	}
-	return 0;
-}
-
-static void group_track(uintptr_t comm) {
-	if (group_holds(comm)) {
-		return;
-	}
-	if (group_ncomms == group_cap) {
-		int cap = group_cap ? 2 * group_cap : 16;
-		uintptr_t *p = realloc(group_comms, cap * sizeof *p);
-		if (!p) {
-			return; // the Go side then waits for nothing it cannot name
-		}
-		if (!group_comms) {
-			pthread_once(&group_key_once, group_key_init);
-			if (group_key_ok) {
-				pthread_setspecific(group_key, (void *)1); // run group_thread_exit at exit
-			}
-		}
-		group_comms = p;
-		group_cap = cap;
-	}
-	group_comms[group_ncomms++] = comm;
-	held_add(comm, 1);
-}
-
-int capi_group_depth(void) { return group_depth; }
-
-void capi_group_mark(void) {
-	if (group_depth > 0 && group_depth <= 64) {
-		group_manual |= 1ULL << (group_depth - 1);
-	}
-}
-
-int capi_group_inner_manual(void) {
-	if (group_depth <= 0) {
-		return 0;
-	}
-	if (group_depth > 64) {
-		return 1; // not tracked so deep: let it through
-	}
-	return (group_manual >> (group_depth - 1)) & 1;
-}
-
-int capi_group_take(uintptr_t *out, int max) {
-	int n = group_ncomms;
-	for (int i = 0; i < n && i < max; i++) {
-		out[i] = group_comms[i];
-	}
-	if (n <= max) {
-		group_ncomms = 0;
-	}
-	return n;
-}
-
-void capi_group_release(const uintptr_t *comms, int n) {
-	for (int i = 0; i < n; i++) {
-		held_add(comms[i], -1);
-	}
-}
-
-// group_account follows ncclGroupStart/End: NCCL counts the depth even when
-// ncclGroupEnd fails, so the shim does too.
-static void group_account(int sym, int code) {
-	if (sym == CAPI_SYM_ncclGroupStart && code == 0) {
-		group_depth++;
-		if (group_depth <= 64) {
-			group_manual &= ~(1ULL << (group_depth - 1));
-		}
-	} else if ((sym == CAPI_SYM_ncclGroupEnd || sym == CAPI_SYM_ncclGroupSimulateEnd) && group_depth > 0) {
-		group_depth--;
-	}
-}
+// The gate: what a gated trampoline checks before it calls.
 
 // How many communicators that NCCL runs non-blocking are alive. Only they
 // can be left with an operation in progress, so while there are none the
@@ -387,57 +173,23 @@ static void group_account(int sym, int code) {
 // per collective).
 static int nonblocking_live;
 
-void capi_nonblocking_add(int delta) { __atomic_add_fetch(&nonblocking_live, delta, __ATOMIC_RELAXED); }
+int capi_gate_busy;
 
-// queues_work lists the calls that add work to a communicator's queue
-// (collectives, point-to-point, and the calls whose outputs NCCL writes at
-// the end of the group), which belongs to one group at a time. Inside a
-// group, only they record their communicator in the thread's group.
-static int queues_work(int sym) {
-	switch (sym) {
-	case CAPI_SYM_ncclAllReduce:
-	case CAPI_SYM_ncclBroadcast:
-	case CAPI_SYM_ncclReduce:
-	case CAPI_SYM_ncclAllGather:
-	case CAPI_SYM_ncclReduceScatter:
-	case CAPI_SYM_ncclAlltoAll:
-	case CAPI_SYM_ncclGather:
-	case CAPI_SYM_ncclScatter:
-	case CAPI_SYM_ncclSend:
-	case CAPI_SYM_ncclRecv:
-	case CAPI_SYM_ncclPutSignal:
-	case CAPI_SYM_ncclSignal:
-	case CAPI_SYM_ncclWaitSignal:
-	case CAPI_SYM_ncclCommSplit:
-	case CAPI_SYM_ncclCommShrink:
-	case CAPI_SYM_ncclCommGrow:
-	case CAPI_SYM_ncclCommWindowRegister:
-	case CAPI_SYM_ncclDevCommCreate:
-	case CAPI_SYM_ncclCommFinalize:
-	case CAPI_SYM_ncclCommDestroy:
-		return 1;
-	}
-	return 0;
+void capi_nonblocking_add(int delta) {
+	__atomic_add_fetch(&nonblocking_live, delta, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&capi_gate_busy, delta, __ATOMIC_RELAXED);
 }
 
-// gate_check runs before a call sym on comm. It returns CAPI_PENDING while
-// comm's previous operation is in progress, and CAPI_HELD when sym would
-// queue work on comm while another thread's open group holds comm's queue;
-// else 0, and inside a group a call that queues work records comm. The
-// calls on one communicator are serialized (the Go side's lock), so the
-// check and the record are atomic for comm.
-static int gate_check(int sym, uintptr_t comm) {
-	if (!comm) {
-		return 0;
-	}
-	int queues = queues_work(sym);
-	if (queues && __atomic_load_n(&held_any, __ATOMIC_RELAXED) > 0 && !group_holds(comm)) {
-		int orphan, n = held_state(comm, &orphan);
-		if (orphan) {
-			return CAPI_ORPHANED;
-		}
-		if (n > 0) {
-			return CAPI_HELD;
+// gate_slow is the gate's full check, taken while there is something to
+// check (see gate_enter). It returns CAPI_ORPHANED or CAPI_HELD when a call
+// that queues work would join another thread's group (group.c),
+// CAPI_PENDING while comm's previous operation is in progress; else 0, and
+// inside a group a call that queues work records comm.
+static __attribute__((noinline)) int gate_slow(int queues, uintptr_t comm) {
+	if (queues) {
+		int g = group_conflict(comm);
+		if (g) {
+			return g;
 		}
 	}
 	typedef int (*fn_t)(void *, int *);
@@ -448,10 +200,27 @@ static int gate_check(int sym, uintptr_t comm) {
 			return CAPI_PENDING;
 		}
 	}
-	if (queues && group_depth > 0) {
+	if (queues) {
 		group_track(comm);
 	}
 	return 0;
+}
+
+// gate_enter runs before a gated call on comm (flags are the call's
+// compile-time CAPI_F_ flags). The common case is one relaxed load of a
+// process-wide counter: no thread-local access, no lock. A call that queues
+// work has nothing to check while no thread has a group open, no group
+// record exists and no non-blocking communicator is alive
+// (capi_gate_busy == 0: then the calling thread is in no group either, as
+// its own GroupStart would have counted); any other gated call, while no
+// non-blocking communicator is alive.
+static inline __attribute__((always_inline)) int gate_enter(int flags, uintptr_t comm) {
+	int busy = (flags & CAPI_F_QUEUES) ? __atomic_load_n(&capi_gate_busy, __ATOMIC_RELAXED)
+					   : __atomic_load_n(&nonblocking_live, __ATOMIC_RELAXED);
+	if (__builtin_expect(busy == 0, 1)) {
+		return 0;
+	}
+	return gate_slow(flags & CAPI_F_QUEUES, comm);
 }
 
 // repair_group_depth undoes a group depth NCCL leaked: some of its calls
@@ -463,7 +232,7 @@ static int gate_check(int sym, uintptr_t comm) {
 // group of the caller's, one ncclGroupEnd restores depth 0; where NCCL did
 // not leak, it only answers "not in a group", which is ignored.
 static void repair_group_depth(int code) {
-	if (code == 0 || code == 7 || group_depth > 0) {
+	if (code == 0 || code == 7 || group_open_here()) {
 		return;
 	}
 	capi_any_fn end = (capi_any_fn)nccl_syms[CAPI_SYM_ncclGroupEnd];
@@ -472,29 +241,39 @@ static void repair_group_depth(int code) {
 	}
 }
 
-// leaks_group_depth lists the generic calls with such early returns.
-static int leaks_group_depth(int sym) { return sym == CAPI_SYM_ncclCommDestroy || sym == CAPI_SYM_ncclCommAbort; }
-
 // ---------------------------------------------------------------------------
-// Generic NCCL trampolines.
+// Generic NCCL trampolines. flags_ is a constant in each: the compiler
+// keeps only the branches the call needs. For a collective while nothing
+// needs checking, the path is: load the function pointer, load
+// capi_gate_busy, call, return the status.
 
-#define CAPI_TRAMP_NCCL(name, since, gate, params, args)                        \
-	capi_status capi_##name params {                                        \
-		capi_any_fn f = (capi_any_fn)nccl_syms[CAPI_SYM_##name];        \
-		if (!f) {                                                       \
-			return missing_nccl();                                  \
-		}                                                               \
-		int g_ = gate_check(CAPI_SYM_##name, (uintptr_t)(gate));       \
-		if (g_) {                                                       \
-			capi_status p = {g_, NULL};                             \
-			return p;                                               \
-		}                                                               \
-		capi_status s = nccl_status(f args);                            \
-		group_account(CAPI_SYM_##name, s.code);                         \
-		if (leaks_group_depth(CAPI_SYM_##name)) {                       \
-			repair_group_depth(s.code);                             \
-		}                                                               \
-		return s;                                                       \
+#define CAPI_TRAMP_NCCL(name, since, gate, flags, params, args)                  \
+	capi_status capi_##name params {                                         \
+		enum { flags_ = (flags) };                                       \
+		capi_any_fn f = (capi_any_fn)nccl_syms[CAPI_SYM_##name];         \
+		if (__builtin_expect(!f, 0)) {                                   \
+			return missing_nccl();                                   \
+		}                                                                \
+		if ((uintptr_t)(gate) != 0) {                                    \
+			int g_ = gate_enter(flags_, (uintptr_t)(gate));          \
+			if (g_) {                                                \
+				capi_status p = {g_, NULL};                      \
+				return p;                                        \
+			}                                                        \
+		}                                                                \
+		capi_status s = nccl_status(f args);                             \
+		if (flags_ & CAPI_F_GROUP_START) {                               \
+			if (s.code == 0) {                                       \
+				group_started();                                 \
+			}                                                        \
+		}                                                                \
+		if (flags_ & CAPI_F_GROUP_END) {                                 \
+			group_ended();                                           \
+		}                                                                \
+		if (flags_ & CAPI_F_LEAKS_DEPTH) {                               \
+			repair_group_depth(s.code);                              \
+		}                                                                \
+		return s;                                                        \
 	}
 CAPI_NCCL_FUNCS(CAPI_TRAMP_NCCL)
 #undef CAPI_TRAMP_NCCL
@@ -574,7 +353,7 @@ static capi_status ctx_failure(int curesult) {
 		capi_status st_ = nccl_status(call);                            \
 		ctx_leave((ctx), prev_);                                        \
 		repair_group_depth(st_.code);                                   \
-		if (group_depth > 0 && (st_.code == 0 || st_.code == 7) && *(out)) { \
+		if ((st_.code == 0 || st_.code == 7) && *(out)) {               \
 			group_track(*(out));                                    \
 		}                                                               \
 		return st_;                                                     \
@@ -607,10 +386,12 @@ capi_status capi_ncclCommGrow(uintptr_t ctx, uintptr_t comm, int nranks, const c
 	if (!f) {
 		return missing_nccl();
 	}
-	int g = gate_check(CAPI_SYM_ncclCommGrow, comm);
-	if (g) {
-		capi_status p = {g, NULL};
-		return p;
+	if (comm) {
+		int g = gate_enter(CAPI_F_QUEUES, comm);
+		if (g) {
+			capi_status p = {g, NULL};
+			return p;
+		}
 	}
 	CAPI_WITH_CTX_TRACK(ctx, f((void *)comm, nranks, id, rank, (void **)newcomm, config), newcomm);
 }
@@ -639,6 +420,8 @@ capi_status capi_bench_allreduce_loop(uintptr_t buf, size_t count, int datatype,
 	}
 	return nccl_status(0);
 }
+
+int capi_bench_floor(void) { return 0; }
 
 // ---------------------------------------------------------------------------
 // CUDA trampolines.

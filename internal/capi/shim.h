@@ -3,9 +3,10 @@
 // It opens libnccl.so.2 and libcuda.so.1 at run time (dlopen), resolves every
 // symbol once, and exposes one C function per library call. It declares the
 // parts of NCCL's and CUDA's ABI it needs in its own words: no NCCL or CUDA
-// header is needed to build it. The facts come from
-// shared/reference/nccl-abi.md; every versioned struct names the NCCL release
-// whose layout it matches, and layout_test.go pins every offset and size.
+// header is needed to build it. The facts come from NCCL's nccl.h of each
+// release (listed in the project's reference notes); every versioned struct
+// names the NCCL release whose layout it matches, and layout_test.go pins
+// every offset and size.
 #ifndef NCCL4GO_SHIM_H
 #define NCCL4GO_SHIM_H
 
@@ -175,72 +176,90 @@ typedef struct {
 
 // ---------------------------------------------------------------------------
 // The list of every NCCL function the binding calls. It drives the pointer
-// table, the dlsym loop, the first-release table and the trampolines, so
-// declaration and lookup cannot drift.
+// table, the dlsym loop and the trampolines, so declaration and lookup
+// cannot drift; zsyms.go (go generate) reads the Go side's symbol table,
+// with each function's first release, from it.
 //
-// X(name, first release as MMmmpp, gate, parameters, arguments)
+// X(name, first release as MMmmpp, gate, flags, parameters, arguments)
 // All of these return ncclResult_t. The trampoline capi_<name> has the same
 // parameters (device addresses and handles as uintptr_t) and returns a
 // capi_status.
 //
 // gate is the communicator parameter, or 0. For a gated call the trampoline
-// first asks ncclCommGetAsyncError: while an earlier operation of the
-// communicator is still in progress (non-blocking communicators), NCCL would
-// reject the call, so the trampoline returns CAPI_PENDING without calling and
-// the Go side waits and calls again. Inside a group, a gated call also
-// records its communicator on the calling thread (see capi_group_end).
+// first asks ncclCommGetAsyncError, while communicators NCCL runs
+// non-blocking are alive: while an earlier operation of the communicator is
+// still in progress, NCCL would reject the call, so the trampoline returns
+// CAPI_PENDING without calling and the Go side waits and calls again.
+//
+// flags are facts about the call, compile-time constants in its trampoline:
+//   CAPI_F_QUEUES       it adds work to the communicator's queue, which
+//                       belongs to one thread's group at a time: inside a
+//                       group it records the communicator in the thread's
+//                       group, and it is refused (CAPI_HELD) while another
+//                       thread's group holds the queue (group.c)
+//   CAPI_F_LEAKS_DEPTH  NCCL may return early from it without closing the
+//                       group it opened inside (see repair_group_depth)
+//   CAPI_F_GROUP_START, CAPI_F_GROUP_END: ncclGroupStart, and the calls that
+//                       end a group level
+enum {
+	CAPI_F_QUEUES = 1,
+	CAPI_F_LEAKS_DEPTH = 2,
+	CAPI_F_GROUP_START = 4,
+	CAPI_F_GROUP_END = 8,
+};
+
 #define CAPI_NCCL_FUNCS(X)                                                                        \
-	X(ncclGetVersion, 20305, 0, (int *version), (version))                                       \
-	X(ncclGetUniqueId, 20305, 0, (capi_unique_id * id), (id))                                    \
-	X(ncclCommInitAll, 20305, 0, (uintptr_t * comms, int ndev, const int *devlist), ((void **)comms, ndev, devlist)) \
-	X(ncclCommFinalize, 21403, comm, (uintptr_t comm), ((void *)comm))                              \
-	X(ncclCommDestroy, 20305, comm, (uintptr_t comm), ((void *)comm))                               \
-	X(ncclCommAbort, 20402, 0, (uintptr_t comm), ((void *)comm))                                 \
-	X(ncclCommRevoke, 22807, 0, (uintptr_t comm, int flags), ((void *)comm, flags))              \
-	X(ncclCommSuspend, 22907, comm, (uintptr_t comm, int flags), ((void *)comm, flags))             \
-	X(ncclCommResume, 22907, comm, (uintptr_t comm), ((void *)comm))                                \
-	X(ncclCommGetAsyncError, 20402, 0, (uintptr_t comm, int *state), ((void *)comm, state))      \
-	X(ncclCommCount, 20305, comm, (uintptr_t comm, int *count), ((void *)comm, count))              \
-	X(ncclCommCuDevice, 20305, comm, (uintptr_t comm, int *device), ((void *)comm, device))         \
-	X(ncclCommUserRank, 20305, comm, (uintptr_t comm, int *rank), ((void *)comm, rank))             \
-	X(ncclCommMemStats, 22907, comm, (uintptr_t comm, int stat, uint64_t *value), ((void *)comm, stat, value)) \
-	X(ncclCommQueryProperties, 22902, comm, (uintptr_t comm, void *props), ((void *)comm, props))   \
-	X(ncclCommSplit, 21801, comm, (uintptr_t comm, int color, int key, uintptr_t *newcomm, capi_config_v23007 *config), ((void *)comm, color, key, (void **)newcomm, config)) \
-	X(ncclCommShrink, 22703, comm, (uintptr_t comm, int *exclude, int nexclude, uintptr_t *newcomm, capi_config_v23007 *config, int flags), ((void *)comm, exclude, nexclude, (void **)newcomm, config, flags)) \
-	X(ncclCommGetUniqueId, 22902, comm, (uintptr_t comm, capi_unique_id *id), ((void *)comm, id))   \
-	X(ncclMemFree, 21901, 0, (uintptr_t ptr), ((void *)ptr))                                     \
-	X(ncclCommRegister, 21901, comm, (uintptr_t comm, uintptr_t buff, size_t size, uintptr_t *handle), ((void *)comm, (void *)buff, size, (void **)handle)) \
-	X(ncclCommDeregister, 21901, comm, (uintptr_t comm, uintptr_t handle), ((void *)comm, (void *)handle)) \
-	X(ncclCommWindowRegister, 22703, comm, (uintptr_t comm, uintptr_t buff, size_t size, uintptr_t *win, int flags), ((void *)comm, (void *)buff, size, (void **)win, flags)) \
-	X(ncclCommWindowDeregister, 22703, comm, (uintptr_t comm, uintptr_t win), ((void *)comm, (void *)win)) \
-	X(ncclWinGetUserPtr, 22902, comm, (uintptr_t comm, uintptr_t win, uintptr_t *ptr), ((void *)comm, (void *)win, (void **)ptr)) \
-	X(ncclRedOpCreatePreMulSum, 21104, comm, (int *op, uintptr_t scalar, int datatype, int residence, uintptr_t comm), (op, (void *)scalar, datatype, residence, (void *)comm)) \
-	X(ncclRedOpDestroy, 21104, comm, (int op, uintptr_t comm), (op, (void *)comm))                  \
-	X(ncclAllReduce, 20305, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int op, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, op, (void *)comm, (void *)stream)) \
-	X(ncclBroadcast, 20305, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, root, (void *)comm, (void *)stream)) \
-	X(ncclReduce, 20305, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int op, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, op, root, (void *)comm, (void *)stream)) \
-	X(ncclAllGather, 20305, comm, (uintptr_t send, uintptr_t recv, size_t sendcount, int datatype, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, sendcount, datatype, (void *)comm, (void *)stream)) \
-	X(ncclReduceScatter, 20305, comm, (uintptr_t send, uintptr_t recv, size_t recvcount, int datatype, int op, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, recvcount, datatype, op, (void *)comm, (void *)stream)) \
-	X(ncclAlltoAll, 22803, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, (void *)comm, (void *)stream)) \
-	X(ncclGather, 22803, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, root, (void *)comm, (void *)stream)) \
-	X(ncclScatter, 22803, comm, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, root, (void *)comm, (void *)stream)) \
-	X(ncclSend, 20703, comm, (uintptr_t send, size_t count, int datatype, int peer, uintptr_t comm, uintptr_t stream), ((const void *)send, count, datatype, peer, (void *)comm, (void *)stream)) \
-	X(ncclRecv, 20703, comm, (uintptr_t recv, size_t count, int datatype, int peer, uintptr_t comm, uintptr_t stream), ((void *)recv, count, datatype, peer, (void *)comm, (void *)stream)) \
-	X(ncclPutSignal, 22902, comm, (uintptr_t local, size_t count, int datatype, int peer, uintptr_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, uintptr_t comm, uintptr_t stream), ((const void *)local, count, datatype, peer, (void *)peerWin, peerWinOffset, sigIdx, ctx, flags, (void *)comm, (void *)stream)) \
-	X(ncclSignal, 22902, comm, (int peer, int sigIdx, int ctx, unsigned int flags, uintptr_t comm, uintptr_t stream), (peer, sigIdx, ctx, flags, (void *)comm, (void *)stream)) \
-	X(ncclWaitSignal, 22902, comm, (int ndesc, capi_wait_signal_desc *descs, uintptr_t comm, uintptr_t stream), (ndesc, descs, (void *)comm, (void *)stream)) \
-	X(ncclGroupStart, 20305, 0, (void), ())                                                      \
-	X(ncclGroupEnd, 20305, 0, (void), ())                                                        \
-	X(ncclGroupSimulateEnd, 22203, 0, (capi_sim_info * info), (info))                            \
-	X(ncclDevCommCreate, 22803, comm, (uintptr_t comm, const void *reqs, capi_devcomm *devcomm), ((void *)comm, reqs, devcomm)) \
-	X(ncclDevCommDestroy, 22803, comm, (uintptr_t comm, const capi_devcomm *devcomm), ((void *)comm, devcomm)) \
-	X(ncclGetLsaMultimemDevicePointer, 22902, 0, (uintptr_t win, size_t offset, uintptr_t *ptr), ((void *)win, offset, (void **)ptr)) \
-	X(ncclGetLsaDevicePointer, 22902, 0, (uintptr_t win, size_t offset, int lsaRank, uintptr_t *ptr), ((void *)win, offset, lsaRank, (void **)ptr)) \
-	X(ncclGetPeerDevicePointer, 22902, 0, (uintptr_t win, size_t offset, int peer, uintptr_t *ptr), ((void *)win, offset, peer, (void **)ptr))
+	X(ncclGetVersion, 20305, 0, 0, (int *version), (version)) \
+	X(ncclGetUniqueId, 20305, 0, 0, (capi_unique_id * id), (id)) \
+	X(ncclCommFinalize, 21403, comm, CAPI_F_QUEUES, (uintptr_t comm), ((void *)comm)) \
+	X(ncclCommDestroy, 20305, comm, CAPI_F_QUEUES | CAPI_F_LEAKS_DEPTH, (uintptr_t comm), ((void *)comm)) \
+	X(ncclCommAbort, 20402, 0, CAPI_F_LEAKS_DEPTH, (uintptr_t comm), ((void *)comm)) \
+	X(ncclCommRevoke, 22807, 0, 0, (uintptr_t comm, int flags), ((void *)comm, flags)) \
+	X(ncclCommSuspend, 22907, comm, 0, (uintptr_t comm, int flags), ((void *)comm, flags)) \
+	X(ncclCommResume, 22907, comm, 0, (uintptr_t comm), ((void *)comm)) \
+	X(ncclCommGetAsyncError, 20402, 0, 0, (uintptr_t comm, int *state), ((void *)comm, state)) \
+	X(ncclCommCount, 20305, comm, 0, (uintptr_t comm, int *count), ((void *)comm, count)) \
+	X(ncclCommCuDevice, 20305, comm, 0, (uintptr_t comm, int *device), ((void *)comm, device)) \
+	X(ncclCommUserRank, 20305, comm, 0, (uintptr_t comm, int *rank), ((void *)comm, rank)) \
+	X(ncclCommMemStats, 22907, comm, 0, (uintptr_t comm, int stat, uint64_t *value), ((void *)comm, stat, value)) \
+	X(ncclCommQueryProperties, 22902, comm, 0, (uintptr_t comm, void *props), ((void *)comm, props)) \
+	X(ncclCommSplit, 21801, comm, CAPI_F_QUEUES, (uintptr_t comm, int color, int key, uintptr_t *newcomm, capi_config_v23007 *config), ((void *)comm, color, key, (void **)newcomm, config)) \
+	X(ncclCommShrink, 22703, comm, CAPI_F_QUEUES, (uintptr_t comm, int *exclude, int nexclude, uintptr_t *newcomm, capi_config_v23007 *config, int flags), ((void *)comm, exclude, nexclude, (void **)newcomm, config, flags)) \
+	X(ncclCommGetUniqueId, 22902, comm, 0, (uintptr_t comm, capi_unique_id *id), ((void *)comm, id)) \
+	X(ncclMemFree, 21901, 0, 0, (uintptr_t ptr), ((void *)ptr)) \
+	X(ncclCommRegister, 21901, comm, 0, (uintptr_t comm, uintptr_t buff, size_t size, uintptr_t *handle), ((void *)comm, (void *)buff, size, (void **)handle)) \
+	X(ncclCommDeregister, 21901, comm, 0, (uintptr_t comm, uintptr_t handle), ((void *)comm, (void *)handle)) \
+	X(ncclCommWindowRegister, 22703, comm, CAPI_F_QUEUES, (uintptr_t comm, uintptr_t buff, size_t size, uintptr_t *win, int flags), ((void *)comm, (void *)buff, size, (void **)win, flags)) \
+	X(ncclCommWindowDeregister, 22703, comm, 0, (uintptr_t comm, uintptr_t win), ((void *)comm, (void *)win)) \
+	X(ncclWinGetUserPtr, 22902, comm, 0, (uintptr_t comm, uintptr_t win, uintptr_t *ptr), ((void *)comm, (void *)win, (void **)ptr)) \
+	X(ncclRedOpCreatePreMulSum, 21104, comm, 0, (int *op, uintptr_t scalar, int datatype, int residence, uintptr_t comm), (op, (void *)scalar, datatype, residence, (void *)comm)) \
+	X(ncclRedOpDestroy, 21104, comm, 0, (int op, uintptr_t comm), (op, (void *)comm)) \
+	X(ncclAllReduce, 20305, comm, CAPI_F_QUEUES, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int op, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, op, (void *)comm, (void *)stream)) \
+	X(ncclBroadcast, 20305, comm, CAPI_F_QUEUES, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, root, (void *)comm, (void *)stream)) \
+	X(ncclReduce, 20305, comm, CAPI_F_QUEUES, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int op, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, op, root, (void *)comm, (void *)stream)) \
+	X(ncclAllGather, 20305, comm, CAPI_F_QUEUES, (uintptr_t send, uintptr_t recv, size_t sendcount, int datatype, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, sendcount, datatype, (void *)comm, (void *)stream)) \
+	X(ncclReduceScatter, 20305, comm, CAPI_F_QUEUES, (uintptr_t send, uintptr_t recv, size_t recvcount, int datatype, int op, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, recvcount, datatype, op, (void *)comm, (void *)stream)) \
+	X(ncclAlltoAll, 22803, comm, CAPI_F_QUEUES, (uintptr_t send, uintptr_t recv, size_t count, int datatype, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, (void *)comm, (void *)stream)) \
+	X(ncclGather, 22803, comm, CAPI_F_QUEUES, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, root, (void *)comm, (void *)stream)) \
+	X(ncclScatter, 22803, comm, CAPI_F_QUEUES, (uintptr_t send, uintptr_t recv, size_t count, int datatype, int root, uintptr_t comm, uintptr_t stream), ((const void *)send, (void *)recv, count, datatype, root, (void *)comm, (void *)stream)) \
+	X(ncclSend, 20703, comm, CAPI_F_QUEUES, (uintptr_t send, size_t count, int datatype, int peer, uintptr_t comm, uintptr_t stream), ((const void *)send, count, datatype, peer, (void *)comm, (void *)stream)) \
+	X(ncclRecv, 20703, comm, CAPI_F_QUEUES, (uintptr_t recv, size_t count, int datatype, int peer, uintptr_t comm, uintptr_t stream), ((void *)recv, count, datatype, peer, (void *)comm, (void *)stream)) \
+	X(ncclPutSignal, 22902, comm, CAPI_F_QUEUES, (uintptr_t local, size_t count, int datatype, int peer, uintptr_t peerWin, size_t peerWinOffset, int sigIdx, int ctx, unsigned int flags, uintptr_t comm, uintptr_t stream), ((const void *)local, count, datatype, peer, (void *)peerWin, peerWinOffset, sigIdx, ctx, flags, (void *)comm, (void *)stream)) \
+	X(ncclSignal, 22902, comm, CAPI_F_QUEUES, (int peer, int sigIdx, int ctx, unsigned int flags, uintptr_t comm, uintptr_t stream), (peer, sigIdx, ctx, flags, (void *)comm, (void *)stream)) \
+	X(ncclWaitSignal, 22902, comm, CAPI_F_QUEUES, (int ndesc, capi_wait_signal_desc *descs, uintptr_t comm, uintptr_t stream), (ndesc, descs, (void *)comm, (void *)stream)) \
+	X(ncclGroupStart, 20305, 0, CAPI_F_GROUP_START, (void), ()) \
+	X(ncclGroupEnd, 20305, 0, CAPI_F_GROUP_END, (void), ()) \
+	X(ncclGroupSimulateEnd, 22203, 0, CAPI_F_GROUP_END, (capi_sim_info * info), (info)) \
+	X(ncclDevCommCreate, 22803, comm, CAPI_F_QUEUES, (uintptr_t comm, const void *reqs, capi_devcomm *devcomm), ((void *)comm, reqs, devcomm)) \
+	X(ncclDevCommDestroy, 22803, comm, 0, (uintptr_t comm, const capi_devcomm *devcomm), ((void *)comm, devcomm)) \
+	X(ncclGetLsaMultimemDevicePointer, 22902, 0, 0, (uintptr_t win, size_t offset, uintptr_t *ptr), ((void *)win, offset, (void **)ptr)) \
+	X(ncclGetLsaDevicePointer, 22902, 0, 0, (uintptr_t win, size_t offset, int lsaRank, uintptr_t *ptr), ((void *)win, offset, lsaRank, (void **)ptr)) \
+	X(ncclGetPeerDevicePointer, 22902, 0, 0, (uintptr_t win, size_t offset, int peer, uintptr_t *ptr), ((void *)win, offset, peer, (void **)ptr))
 
 // NCCL functions whose trampolines are written by hand: they return something
 // other than ncclResult_t, take a struct by value, or must run with a CUDA
 // context current (init, grow of a new rank, memory allocation).
+// X(name, first release as MMmmpp)
 #define CAPI_NCCL_SPECIAL_FUNCS(X)                                        \
 	X(ncclGetErrorString, 20305)                                      \
 	X(ncclGetLastError, 21304)                                        \
@@ -264,9 +283,7 @@ typedef struct {
 	X(cuDeviceGetPCIBusId, (char *busid, int len, int dev), (busid, len, dev))                          \
 	X(cuDeviceGetUuid_v2, (unsigned char *uuid, int dev), ((void *)uuid, dev))                          \
 	X(cuDevicePrimaryCtxRetain, (uintptr_t * ctx, int dev), ((void **)ctx, dev))                        \
-	X(cuDevicePrimaryCtxRelease_v2, (int dev), (dev))                                                   \
 	X(cuCtxGetCurrent, (uintptr_t * ctx), ((void **)ctx))                                               \
-	X(cuCtxGetDevice, (int *dev), (dev))                                                                \
 	X(cuMemGetInfo_v2, (size_t * freeBytes, size_t *totalBytes), (freeBytes, totalBytes))               \
 	X(cuStreamCreate, (uintptr_t * stream, unsigned int flags), ((void **)stream, flags))               \
 	X(cuStreamDestroy_v2, (uintptr_t stream), ((void *)stream))                                         \
@@ -299,8 +316,9 @@ typedef struct {
 	X(cuGetErrorString)
 
 // ---------------------------------------------------------------------------
-// Symbol table, for error messages and tests.
-#define CAPI_ENUM_NCCL(name, since, gate, params, args) CAPI_SYM_##name,
+// Symbol table: the index of each NCCL function, in the order of the lists
+// (zsyms.go numbers them the same way; a test checks it).
+#define CAPI_ENUM_NCCL(name, since, gate, flags, params, args) CAPI_SYM_##name,
 #define CAPI_ENUM_NCCL_SPECIAL(name, since) CAPI_SYM_##name,
 enum {
 	CAPI_NCCL_FUNCS(CAPI_ENUM_NCCL)
@@ -310,39 +328,46 @@ enum {
 #undef CAPI_ENUM_NCCL
 #undef CAPI_ENUM_NCCL_SPECIAL
 
-int capi_nccl_sym_count(void);
 const char *capi_nccl_sym_name(int i);
-int capi_nccl_sym_since(int i);
+// capi_nccl_sym_present reports whether the loaded NCCL has function i;
+// the Go side asks once per function after loading.
 int capi_nccl_sym_present(int i);
 
 // ---------------------------------------------------------------------------
 // Loading. Each returns 0 on success; on failure it writes a message to err.
 // Loading is idempotent only through the Go side, which serializes it.
 int capi_nccl_load(const char *path, char *err, size_t errlen);
-int capi_nccl_loaded(void);
 // Path of the loaded NCCL (dladdr on ncclGetVersion), or NULL.
 const char *capi_nccl_path(void);
 int capi_cuda_load(const char *path, char *err, size_t errlen);
-int capi_cuda_loaded(void);
 const char *capi_cuda_path(void);
 // Closes NCCL again (a library the loader rejects after opening it).
 void capi_nccl_unload(void);
 
 // ---------------------------------------------------------------------------
 // NCCL trampolines.
-#define CAPI_PROTO_NCCL(name, since, gate, params, args) capi_status capi_##name params;
+#define CAPI_PROTO_NCCL(name, since, gate, flags, params, args) capi_status capi_##name params;
 CAPI_NCCL_FUNCS(CAPI_PROTO_NCCL)
 #undef CAPI_PROTO_NCCL
 
+// The gate asks NCCL for a communicator's state only while communicators
+// that NCCL runs non-blocking are alive; the Go side counts them here.
+void capi_nonblocking_add(int delta);
+
+// ---------------------------------------------------------------------------
+// Groups (group.c, which describes the states).
+//
+// capi_open_groups: how many threads have a group open. The Go side reads
+// it without a cgo call: while it is 0, no thread (the caller's included)
+// is inside a group.
+extern int capi_open_groups;
+// capi_group_depth: the calling thread's group nesting depth.
+int capi_group_depth(void);
 // The communicators a thread's outermost group used, collected by the gated
 // trampolines between ncclGroupStart and the matching ncclGroupEnd. After
 // the outermost capi_ncclGroupEnd (or GroupSimulateEnd), capi_group_take
 // copies up to max of them into out and clears the list; it returns how many
 // there were. Call it on the same thread.
-int capi_group_depth(void);
-// The gate asks NCCL for a communicator's state only while communicators
-// that NCCL runs non-blocking are alive; the Go side counts them here.
-void capi_nonblocking_add(int delta);
 int capi_group_take(uintptr_t *out, int max);
 // capi_group_held: how many threads' groups hold work of comm, from the
 // group's first call that queues work on comm until capi_group_release
@@ -363,6 +388,8 @@ void capi_group_forget(uintptr_t comm);
 void capi_group_mark(void);
 int capi_group_inner_manual(void);
 
+// ---------------------------------------------------------------------------
+// Hand-written NCCL trampolines.
 const char *capi_ncclGetErrorString(int result);
 // A malloc'd copy of ncclGetLastError, or NULL.
 char *capi_ncclGetLastError(void);
@@ -377,10 +404,14 @@ capi_status capi_ncclCommGrow(uintptr_t ctx, uintptr_t comm, int nranks, const c
 			      uintptr_t *newcomm, capi_config_v23007 *config);
 capi_status capi_ncclMemAlloc(uintptr_t ctx, uintptr_t *ptr, size_t size);
 
-// The host loop of the benchmark in collectives_bench_test.go, written in C:
-// iters in-place all-reduces of one element, the same calls the Go loop makes.
+// Benchmarks (the root package's BenchmarkAllReduceHostPath, capi's
+// BenchmarkTrampoline). capi_bench_allreduce_loop is the host loop written
+// in C: iters in-place all-reduces, each a direct call of ncclAllReduce.
+// capi_bench_floor does nothing: one cgo call to it is the floor under any
+// call of the binding.
 capi_status capi_bench_allreduce_loop(uintptr_t buf, size_t count, int datatype, uintptr_t comm, uintptr_t stream,
 				      long iters);
+int capi_bench_floor(void);
 
 // ---------------------------------------------------------------------------
 // CUDA trampolines.

@@ -1,6 +1,9 @@
+//go:generate go run gen_syms.go
 //go:generate go run gen_stub.go
 
 package capi
+
+import "strconv"
 
 // The shim's status codes (negative; library results are 0 or positive).
 const (
@@ -28,8 +31,20 @@ type Status struct {
 	Detail string
 }
 
-// Sym describes one NCCL function of the shim's list.
-type Sym struct {
+// Sym names one NCCL function of the shim's list (shim.h): the constants,
+// SymName and SymSince are in zsyms.go, generated from that list.
+type Sym int
+
+// String is the C name of the function.
+func (s Sym) String() string {
+	if uint(s) < NumSyms {
+		return SymName[s]
+	}
+	return "Sym(" + strconv.Itoa(int(s)) + ")"
+}
+
+// SymInfo describes one NCCL function of the shim's list.
+type SymInfo struct {
 	Name    string
 	Since   int // first NCCL release that has it, as MMmmpp
 	Present bool

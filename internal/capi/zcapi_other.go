@@ -16,9 +16,17 @@ type Cell struct{}
 // DevComm is a stub: nothing can be loaded.
 type DevComm struct{}
 
-// NCCLSymbols lists every NCCL function the shim binds.
-func NCCLSymbols() []Sym {
-	return *new([]Sym)
+// NCCLSymbols lists every NCCL function the shim binds, in Sym order, each
+// named as the shim's C table names it. For one function, use Present and
+// SymSince instead.
+func NCCLSymbols() []SymInfo {
+	return *new([]SymInfo)
+}
+
+// Present reports whether the loaded NCCL has the function sym (false
+// while none is loaded, or for a sym out of range). It is an array index.
+func Present(sym Sym) bool {
+	return *new(bool)
 }
 
 // LoadNCCL opens the library at path and resolves every symbol.
@@ -264,6 +272,12 @@ func WaitSignal(descs []WaitSignalDesc, comm, stream uintptr) Status {
 	return Status{Code: NotLoaded, Detail: noCgo}
 }
 
+// BenchFloor is one cgo call to a C function that does nothing: the floor
+// under any call of the binding, for benchmarks.
+func BenchFloor() int32 {
+	return NotLoaded
+}
+
 // BenchAllReduceLoop runs iters in-place all-reduces from a C loop: the
 // reference the Go call path is measured against.
 func BenchAllReduceLoop(buf uintptr, count uint64, dt int32, comm, stream uintptr, iters int) Status {
@@ -471,7 +485,8 @@ func CuPointerGetAttributeInt(attr int, p uintptr) (int, int32) {
 func NonBlockingAdd(delta int) {
 }
 
-// GroupDepth is the calling thread's group nesting depth as the shim counts it.
+// GroupDepth is the calling thread's group nesting depth as the shim counts
+// it. While no thread has a group open it answers without a cgo call.
 func GroupDepth() int {
 	return *new(int)
 }
