@@ -426,7 +426,7 @@ func TestNewCollectivesNeedNCCL2283(t *testing.T) {
 			"ncclScatter":  c.Scatter(b, collBuf(t, 0, f32s(4)...), 0, s),
 		} {
 			var ue *nccl.UnsupportedError
-			if !errors.As(err, &ue) || ue.Func != name || ue.Since != 22803 {
+			if !errors.As(err, &ue) || ue.Feature != name || ue.Since != 22803 {
 				t.Errorf("%s on NCCL 2.27.3: %v, want an UnsupportedError since 2.28.3", name, err)
 			}
 		}

@@ -276,7 +276,7 @@ func checkProperties(t *testing.T, c *nccl.Communicator, rank, nranks int) {
 	p, err := c.Properties()
 	if r < 22902 {
 		var ue *nccl.UnsupportedError
-		if !errors.Is(err, nccl.ErrUnsupported) || !errors.As(err, &ue) || ue.Func != "ncclCommQueryProperties" || ue.Since.String() != "2.29.2" {
+		if !errors.Is(err, nccl.ErrUnsupported) || !errors.As(err, &ue) || ue.Feature != "ncclCommQueryProperties" || ue.Since.String() != "2.29.2" {
 			t.Errorf("Properties on NCCL %s = %v, want ncclCommQueryProperties unsupported before 2.29.2", r, err)
 		}
 		if _, err := c.GINType(); !errors.Is(err, nccl.ErrUnsupported) {

@@ -82,12 +82,6 @@ const maxInt32 = int(^uint32(0) >> 1)
 // Ptr returns a pointer to v, for Config fields: nccl.Ptr(false).
 func Ptr[T any](v T) *T { return &v }
 
-// configField is one Config field's NCCL name and first release.
-type configField struct {
-	name  string
-	since Release
-	set   bool
-}
 
 func b2i(b bool) int32 {
 	if b {
@@ -111,29 +105,33 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 	if cfg == nil {
 		return &out, true, nil
 	}
-	fields := []configField{
-		{"blocking", 21403, cfg.Blocking != nil},
-		{"cgaClusterSize", 21701, cfg.CGAClusterSize != nil},
-		{"minCTAs", 21701, cfg.MinCTAs != nil},
-		{"maxCTAs", 21701, cfg.MaxCTAs != nil},
-		{"netName", 21701, cfg.NetName != ""},
-		{"splitShare", 21801, cfg.SplitShare != nil},
-		{"trafficClass", 22602, cfg.TrafficClass != nil},
-		{"commName", 22703, cfg.CommName != ""},
-		{"collnetEnable", 22703, cfg.CollNetEnable != nil},
-		{"CTAPolicy", 22703, cfg.CTAPolicy != nil},
-		{"shrinkShare", 22703, cfg.ShrinkShare != nil},
-		{"nvlsCTAs", 22703, cfg.NVLSCTAs != nil},
-		{"nChannelsPerNetPeer", 22803, cfg.NChannelsPerNetPeer != nil},
-		{"nvlinkCentricSched", 22803, cfg.NVLinkCentricSched != nil},
-		{"graphUsageMode", 22902, cfg.GraphUsageMode != nil},
-		{"numRmaCtx", 22902, cfg.NumRMACtx != nil},
-		{"maxP2pPeers", 23003, cfg.MaxP2PPeers != nil},
-		{"graphStreamOrdering", 23007, cfg.GraphStreamOrdering != nil},
-	}
-	for _, f := range fields {
-		if f.set && r < f.since {
-			return nil, false, &UnsupportedError{Func: "ncclConfig_t." + f.name, Since: f.since, Loaded: r}
+	for _, f := range [...]struct {
+		feature
+		set bool
+	}{
+		{cfgBlocking, cfg.Blocking != nil},
+		{cfgCGAClusterSize, cfg.CGAClusterSize != nil},
+		{cfgMinCTAs, cfg.MinCTAs != nil},
+		{cfgMaxCTAs, cfg.MaxCTAs != nil},
+		{cfgNetName, cfg.NetName != ""},
+		{cfgSplitShare, cfg.SplitShare != nil},
+		{cfgTrafficClass, cfg.TrafficClass != nil},
+		{cfgCommName, cfg.CommName != ""},
+		{cfgCollNetEnable, cfg.CollNetEnable != nil},
+		{cfgCTAPolicy, cfg.CTAPolicy != nil},
+		{cfgShrinkShare, cfg.ShrinkShare != nil},
+		{cfgNVLSCTAs, cfg.NVLSCTAs != nil},
+		{cfgNChannelsPerNetPeer, cfg.NChannelsPerNetPeer != nil},
+		{cfgNVLinkCentricSched, cfg.NVLinkCentricSched != nil},
+		{cfgGraphUsageMode, cfg.GraphUsageMode != nil},
+		{cfgNumRMACtx, cfg.NumRMACtx != nil},
+		{cfgMaxP2PPeers, cfg.MaxP2PPeers != nil},
+		{cfgGraphStreamOrdering, cfg.GraphStreamOrdering != nil},
+	} {
+		if f.set {
+			if err := f.check(r); err != nil {
+				return nil, false, err
+			}
 		}
 	}
 	bad := func(field, format string, a ...any) error {
@@ -191,10 +189,10 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 		switch {
 		case p < 0 || p > CTAPolicyEfficiency|CTAPolicyZero:
 			return nil, false, bad("CTAPolicy", "%#x: not a combination of CTAPolicyEfficiency and CTAPolicyZero", int32(p))
-		case p&CTAPolicyZero != 0 && r < 22803:
-			return nil, false, &UnsupportedError{Func: "NCCL_CTA_POLICY_ZERO", Since: 22803, Loaded: r}
-		case p == CTAPolicyEfficiency|CTAPolicyZero && r < 22902:
-			return nil, false, &UnsupportedError{Func: "combined CTA policies", Since: 22902, Loaded: r}
+		case p&CTAPolicyZero != 0 && r < flagCTAPolicyZero.since():
+			return nil, false, flagCTAPolicyZero.check(r)
+		case p == CTAPolicyEfficiency|CTAPolicyZero && r < flagCTAPolicyCombined.since():
+			return nil, false, flagCTAPolicyCombined.check(r)
 		}
 		out.CTAPolicy = int32(p)
 	}

@@ -176,7 +176,7 @@ func TestConfigFieldNewerThanLibrary(t *testing.T) {
 			t.Errorf("%s on %s: %v, want an UnsupportedError", c.name, c.r, err)
 			continue
 		}
-		if ue.Func != c.name || ue.Since != c.since || ue.Loaded != c.r {
+		if ue.Feature != c.name || ue.Since != c.since || ue.Loaded != c.r {
 			t.Errorf("%s on %s: %+v, want Func %q Since %s", c.name, c.r, *ue, c.name, c.since)
 		}
 		if !strings.Contains(err.Error(), c.since.String()) {

@@ -58,13 +58,6 @@ type DevCommRequirements struct {
 	GINStrongSignalsRequired, GINVASignalsRequired *bool
 }
 
-// reqField is one requirement field: its C name, first release and whether
-// it is set.
-type reqField struct {
-	name  string
-	since Release
-	set   bool
-}
 
 // devCommLayout is the requirements layout and the device communicator
 // size of a loaded release.
@@ -75,7 +68,8 @@ type devCommLayout struct {
 	devComm  int     // bytes of ncclDevComm_t NCCL writes
 }
 
-// layoutFor picks the layout for loaded release r (nccl-abi.md §4.4).
+// layoutFor picks the layout for loaded release r: the requirements struct
+// changed in 2.28.7 and 2.29.2 (NCCL's nccl_device headers).
 func layoutFor(r Release) devCommLayout {
 	switch {
 	case r < 22807:
@@ -101,28 +95,31 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 		q = &z
 	}
 	avail := l.declared // fields the struct of that release has
-	fields := []reqField{
-		{"lsaMultimem", 22803, q.LSAMultimem != nil},
-		{"lsaBarrierCount", 22803, q.LSABarrierCount != nil},
-		{"barrierCount", 22807, q.BarrierCount != nil},
-		{"railGinBarrierCount", 22807, q.RailGINBarrierCount != nil},
-		{"lsaLLA2ABlockCount", 22807, q.LSALLA2ABlockCount != nil},
-		{"lsaLLA2ASlotCount", 22807, q.LSALLA2ASlotCount != nil},
-		{"ginForceEnable", 22807, q.GINForceEnable != nil},
-		{"ginContextCount", 22807, q.GINContextCount != nil},
-		{"ginSignalCount", 22807, q.GINSignalCount != nil},
-		{"ginCounterCount", 22807, q.GINCounterCount != nil},
-		{"ginConnectionType", 22907, q.GINConnectionType != nil},
-		{"ginExclusiveContexts", 22907, q.GINExclusiveContexts != nil},
-		{"ginQueueDepth", 22907, q.GINQueueDepth != nil},
-		{"ginTrafficClass", 23003, q.GINTrafficClass != nil},
-		{"worldGinBarrierCount", 23003, q.WorldGINBarrierCount != nil},
-		{"ginStrongSignalsRequired", 23007, q.GINStrongSignalsRequired != nil},
-		{"ginVaSignalsRequired", 23007, q.GINVASignalsRequired != nil},
-	}
-	for _, f := range fields {
-		if f.set && avail < f.since {
-			return nil, l, &UnsupportedError{Func: "ncclDevCommRequirements_t." + f.name, Since: f.since, Loaded: r}
+	for _, f := range [...]struct {
+		feature
+		set bool
+	}{
+		{reqLSAMultimem, q.LSAMultimem != nil},
+		{reqLSABarrierCount, q.LSABarrierCount != nil},
+		{reqBarrierCount, q.BarrierCount != nil},
+		{reqRailGINBarrierCount, q.RailGINBarrierCount != nil},
+		{reqLSALLA2ABlockCount, q.LSALLA2ABlockCount != nil},
+		{reqLSALLA2ASlotCount, q.LSALLA2ASlotCount != nil},
+		{reqGINForceEnable, q.GINForceEnable != nil},
+		{reqGINContextCount, q.GINContextCount != nil},
+		{reqGINSignalCount, q.GINSignalCount != nil},
+		{reqGINCounterCount, q.GINCounterCount != nil},
+		{reqGINConnectionType, q.GINConnectionType != nil},
+		{reqGINExclusiveContexts, q.GINExclusiveContexts != nil},
+		{reqGINQueueDepth, q.GINQueueDepth != nil},
+		{reqGINTrafficClass, q.GINTrafficClass != nil},
+		{reqWorldGINBarrierCount, q.WorldGINBarrierCount != nil},
+		{reqGINStrongSignalsRequired, q.GINStrongSignalsRequired != nil},
+		{reqGINVASignalsRequired, q.GINVASignalsRequired != nil},
+	} {
+		// The struct of the declared release must have the field.
+		if f.set && avail < f.since() {
+			return nil, l, &UnsupportedError{Feature: features[f.feature].name, Since: f.since(), Loaded: r}
 		}
 	}
 	var err error
@@ -265,7 +262,7 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 		return nil, err
 	}
 	if r < 22803 {
-		return nil, unsupported("ncclDevCommCreate")
+		return nil, unsupported(capi.SymDevCommCreate)
 	}
 	raw, layout, err := reqs.encode(op, r)
 	if err != nil {

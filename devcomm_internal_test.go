@@ -7,7 +7,8 @@ import (
 )
 
 // The requirements bytes for each layout family, against the offsets of
-// shared/reference/nccl-abi.md §3.6 (no library needed).
+// ncclDevCommRequirements_t in NCCL's nccl_device headers of 2.28.3, 2.28.7
+// and 2.29.2 onwards (no library needed).
 func TestDevCommRequirementsEncoding(t *testing.T) {
 	if b, _, _ := (*DevCommRequirements)(nil).encode("test", 22803); len(b) == 0 {
 		t.Skip("the C shim lays out the requirements: needs cgo on Linux")
@@ -106,7 +107,7 @@ func TestDevCommRequirementsEncoding(t *testing.T) {
 	} {
 		_, _, err := tc.q.encode("test", tc.r)
 		var ue *UnsupportedError
-		if !errors.As(err, &ue) || ue.Func != "ncclDevCommRequirements_t."+tc.field {
+		if !errors.As(err, &ue) || ue.Feature != "ncclDevCommRequirements_t."+tc.field {
 			t.Errorf("%s %s: %v", tc.r, tc.field, err)
 		}
 	}

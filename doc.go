@@ -30,7 +30,8 @@
 // min(ABIRelease, loaded release) and only the fields that version defines
 // are read: a property the loaded NCCL does not report is an error, never a
 // zero that looks real. Releases from 2.19.1 (MinRelease) load; the binding
-// is tested against NCCL 2.28.x.
+// is tested on a GPU against NCCL 2.28.3, 2.28.9 and 2.30.7, and on any
+// machine against fake libraries that follow each release's behaviour.
 //
 // # Lifetimes
 //
@@ -50,12 +51,30 @@
 // threads. NCCL's groups are per OS thread: Group locks the goroutine to its
 // thread for the whole group.
 //
+// # Groups
+//
+// Group(fn) runs fn between ncclGroupStart and ncclGroupEnd: the operations
+// fn issues, on one communicator or several, are fused and launched when the
+// outermost group ends (needed to drive several ranks from one goroutine,
+// and for a Send and Recv that must run together). GroupStart and GroupEnd
+// are the same pair for callers that cannot use a function. NCCL keeps a
+// group per OS thread, so a group locks its goroutine to its thread until it
+// ends, and fn must issue the operations itself. While one goroutine's open
+// group holds operations of a communicator, NCCL's queue of that
+// communicator belongs to that group: other goroutines' operations on it,
+// and its Finalize, Destroy and Abort, are refused with ErrInvalidUsage
+// until the group ends. Inside a group, outputs NCCL writes at the group's
+// end (a Split child, a window, a device communicator) are pending until
+// then. GroupSimulate estimates a group's time without launching it.
+//
 // # Blocking and cancellation
 //
 // A communicator is blocking by default: each call returns once NCCL has
 // done its host-side work, and collectives cost one C call. Config.Blocking
-// false makes it non-blocking: calls return as soon as NCCL has started them
-// (ncclInProgress), the communicator's next call or Wait waits for them,
+// false makes it non-blocking: the plain calls (Init, Split, Finalize, ...)
+// return as soon as NCCL has started them (ncclInProgress), and the
+// communicator's next call or Wait waits for them; their *Context variants
+// return only once the work is done, on every kind of communicator;
 // and every wait — for init, split, shrink, grow, finalize, window
 // registration — polls NCCL's state with backoff, so the *Context variants
 // can end it: when the context ends, the communicator is aborted and the

@@ -107,14 +107,14 @@ func (e *Error) Is(target error) bool {
 // UnsupportedError is a call the loaded NCCL cannot make: the function is
 // missing, or a struct field or feature is newer than the library.
 type UnsupportedError struct {
-	Func   string  // the C function or feature, e.g. "ncclCommShrink"
-	Since  Release // the first NCCL release that has it
-	Loaded Release // the loaded NCCL
+	Feature string  // what is missing: a C function ("ncclCommShrink"), a struct field ("ncclConfig_t.commName"), a flag, a data type
+	Since   Release // the first NCCL release that has it
+	Loaded  Release // the loaded NCCL
 }
 
 // Error reads "nccl: ncclCommShrink: requires NCCL 2.27.3, loaded 2.26.2".
 func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("nccl: %s: requires NCCL %s, loaded %s", e.Func, e.Since, e.Loaded)
+	return fmt.Sprintf("nccl: %s: requires NCCL %s, loaded %s", e.Feature, e.Since, e.Loaded)
 }
 
 // Is matches ErrUnsupported and errors.ErrUnsupported.
@@ -208,7 +208,7 @@ func statusErr(op, fn string, st capi.Status) error {
 	case 0:
 		return nil
 	case capi.Missing:
-		return unsupported(fn)
+		return unsupportedFunc(fn)
 	case capi.NotLoaded:
 		return fmt.Errorf("nccl: %s: %w", op, ErrLibraryNotFound)
 	case capi.Held:

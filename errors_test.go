@@ -79,7 +79,7 @@ func TestErrorFormats(t *testing.T) {
 	}{
 		{&nccl.Error{Op: "AllReduce", Code: nccl.InvalidUsage, Detail: "fake: why"}, "nccl: AllReduce: invalid usage: fake: why"},
 		{&nccl.Error{Op: "Init", Code: nccl.RemoteError}, "nccl: Init: remote error"},
-		{&nccl.UnsupportedError{Func: "ncclCommShrink", Since: 22703, Loaded: 22602},
+		{&nccl.UnsupportedError{Feature: "ncclCommShrink", Since: 22703, Loaded: 22602},
 			"nccl: ncclCommShrink: requires NCCL 2.27.3, loaded 2.26.2"},
 		{&nccl.ArgError{Op: "AllReduce", Arg: "recv", Reason: "10 elements, need 12"}, "nccl: AllReduce: recv: 10 elements, need 12"},
 		{&nccl.StateError{Op: "get nranks"}, "nccl: cannot get nranks: communicator not initialized"},
@@ -92,7 +92,7 @@ func TestErrorFormats(t *testing.T) {
 		}
 	}
 
-	u := &nccl.UnsupportedError{Func: "ncclCommShrink", Since: 22703, Loaded: 22602}
+	u := &nccl.UnsupportedError{Feature: "ncclCommShrink", Since: 22703, Loaded: 22602}
 	if !errors.Is(u, nccl.ErrUnsupported) || !errors.Is(u, errors.ErrUnsupported) || errors.Is(u, nccl.ErrInvalidArgument) {
 		t.Error("UnsupportedError matches the wrong sentinels")
 	}

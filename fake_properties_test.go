@@ -12,7 +12,8 @@ import (
 
 // Communicator properties (ncclCommQueryProperties) against the fake NCCL,
 // which fills ncclCommProperties_t as each release does
-// (shared/reference/nccl-abi.md §3.5, §4.3).
+// (ncclCommProperties_t of NCCL's nccl.h, 2.29.2 through 2.30.7, and the
+// version rules of src/init.cc).
 
 func propsComm(t *testing.T) *nccl.Communicator {
 	t.Helper()
@@ -46,7 +47,7 @@ func wantUnsupportedProp(t *testing.T, what string, err error, fn string, since,
 		t.Errorf("%s: %v, want an UnsupportedError", what, err)
 		return
 	}
-	if ue.Func != fn || ue.Since != since || ue.Loaded != loaded {
+	if ue.Feature != fn || ue.Since != since || ue.Loaded != loaded {
 		t.Errorf("%s: %+v, want %s since %s, loaded %s", what, *ue, fn, since, loaded)
 	}
 	if !strings.Contains(err.Error(), fn) || !strings.Contains(err.Error(), since.String()) {

@@ -219,8 +219,8 @@ func GroupSimulate(fn func() error) (est time.Duration, err error) {
 	if err != nil {
 		return 0, err
 	}
-	if r < 22203 {
-		return 0, &UnsupportedError{Func: "ncclGroupSimulateEnd", Since: 22203, Loaded: r}
+	if !capi.Present(capi.SymGroupSimulateEnd) {
+		return 0, unsupported(capi.SymGroupSimulateEnd)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

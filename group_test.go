@@ -190,7 +190,7 @@ func TestGroupSimulateNeedsNCCL2223(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 21901}, func(t *testing.T) {
 		_, err := nccl.GroupSimulate(func() error { return nil })
 		var ue *nccl.UnsupportedError
-		if !errors.As(err, &ue) || ue.Func != "ncclGroupSimulateEnd" || ue.Since != 22203 {
+		if !errors.As(err, &ue) || ue.Feature != "ncclGroupSimulateEnd" || ue.Since != 22203 {
 			t.Errorf("GroupSimulate on NCCL 2.19.1: %v, want an UnsupportedError since 2.22.3", err)
 		}
 	})

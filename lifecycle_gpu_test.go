@@ -24,7 +24,7 @@ func sinceOK(t *testing.T, what string, err error, r, since nccl.Release, fn str
 	t.Helper()
 	var ue *nccl.UnsupportedError
 	if r < since {
-		if !errors.As(err, &ue) || ue.Func != fn || ue.Since != since || ue.Loaded != r {
+		if !errors.As(err, &ue) || ue.Feature != fn || ue.Since != since || ue.Loaded != r {
 			t.Errorf("%s on NCCL %s: %v, want %s unsupported before %s", what, r, err, fn, since)
 		}
 		return false

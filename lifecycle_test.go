@@ -50,7 +50,7 @@ func wantArg(t *testing.T, what string, err error, arg string) {
 func wantUnsupported(t *testing.T, what string, err error, fn string, since nccl.Release) {
 	t.Helper()
 	var ue *nccl.UnsupportedError
-	if !errors.Is(err, nccl.ErrUnsupported) || !errors.As(err, &ue) || ue.Func != fn || ue.Since != since {
+	if !errors.Is(err, nccl.ErrUnsupported) || !errors.As(err, &ue) || ue.Feature != fn || ue.Since != since {
 		t.Errorf("%s: %v, want %s unsupported before %s", what, err, fn, since)
 	}
 }

@@ -170,7 +170,7 @@ func TestMissingFunction(t *testing.T) {
 		if !errors.As(err, &ue) || !errors.Is(err, nccl.ErrUnsupported) || !errors.Is(err, errors.ErrUnsupported) {
 			t.Fatalf("InitScalable on 2.23.3: %v, want an UnsupportedError", err)
 		}
-		want := nccl.UnsupportedError{Func: "ncclCommInitRankScalable", Since: 22304, Loaded: 22303}
+		want := nccl.UnsupportedError{Feature: "ncclCommInitRankScalable", Since: 22304, Loaded: 22303}
 		if *ue != want {
 			t.Errorf("%+v, want %+v", *ue, want)
 		}

@@ -34,7 +34,7 @@ type Properties struct {
 
 // propsWideSince is the first struct version with the 56-byte layout and
 // the four later fields.
-const propsWideSince Release = 22907
+var propsWideSince = layoutPropertiesWide.since()
 
 // queryProperties asks NCCL once and caches the answer (mu held). It returns
 // capi.Pending while the communicator is still being created.
@@ -52,7 +52,7 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 	case st.Code == capi.Pending:
 		return capi.Pending, nil
 	case st.Code == capi.Missing:
-		c.propsErr = unsupported("ncclCommQueryProperties")
+		c.propsErr = unsupported(capi.SymCommQueryProperties)
 		return 0, c.propsErr
 	}
 	if err := statusErr(op, "ncclCommQueryProperties", st); err != nil {
@@ -212,5 +212,5 @@ func (c *Communicator) RailedGINType() (GINType, error) {
 
 func laterField(name string) error {
 	r, _ := loaded()
-	return &UnsupportedError{Func: "ncclCommProperties_t." + name, Since: propsWideSince, Loaded: r}
+	return &UnsupportedError{Feature: "ncclCommProperties_t." + name, Since: propsWideSince, Loaded: r}
 }

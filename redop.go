@@ -29,8 +29,8 @@ type CustomOp struct {
 
 // scalarResidence is ncclScalarResidence_t.
 const (
-	scalarDevice        = 0 // ncclScalarDevice: NCCL reads the scalar from device memory when the reduction runs
-	scalarHostImmediate = 1 // ncclScalarHostImmediate: NCCL copies the host value when the operator is made
+	scalarDevice = 0 // ncclScalarDevice: NCCL reads the scalar from device memory when the reduction runs
+	// ncclScalarHostImmediate (1) is what capi.RedOpCreatePreMulSumHost passes.
 )
 
 // PreMulSum makes an operator that multiplies each rank's input by scalar
@@ -77,7 +77,7 @@ func (c *Communicator) newPreMulSum(op string, dt DataType, host bool, bits uint
 		return nil, err
 	}
 	if dt.Since() > r {
-		return nil, &UnsupportedError{Func: dt.String(), Since: dt.Since(), Loaded: r}
+		return nil, &UnsupportedError{Feature: dt.String(), Since: dt.Since(), Loaded: r}
 	}
 	var o *CustomOp
 	err = c.call(context.Background(), completed, op, "ncclRedOpCreatePreMulSum", takeLive, func(ptr uintptr) (capi.Status, error) {

@@ -33,7 +33,7 @@ func (c *Communicator) rmaReady(op, fn string) error {
 		return err
 	}
 	if r < 22902 {
-		return unsupported(fn)
+		return unsupportedFunc(fn)
 	}
 	_, err = c.properties(op)
 	return err

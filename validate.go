@@ -173,7 +173,7 @@ func (c *Communicator) badBuf(op, arg string, b *Buffer) error {
 		return e
 	}
 	if since := b.Type.Since(); since > c.coll.release {
-		return &UnsupportedError{Func: b.Type.String(), Since: since, Loaded: c.coll.release}
+		return &UnsupportedError{Feature: b.Type.String(), Since: since, Loaded: c.coll.release}
 	}
 	return nil
 }

@@ -105,10 +105,12 @@ func (c *Communicator) registerWindow(ctx context.Context, m mode, b Buffer, fla
 		return nil, err
 	}
 	if r < 22703 {
-		return nil, unsupported("ncclCommWindowRegister")
+		return nil, unsupported(capi.SymCommWindowRegister)
 	}
-	if flags&WindowStrictOrdering != 0 && r < 22907 {
-		return nil, &UnsupportedError{Func: "NCCL_WIN_STRICT_ORDERING", Since: 22907, Loaded: r}
+	if flags&WindowStrictOrdering != 0 {
+		if err := flagWindowStrictOrdering.check(r); err != nil {
+			return nil, err
+		}
 	}
 	var (
 		w        *Window
@@ -244,7 +246,7 @@ func (w *Window) String() string {
 // (ncclWinGetUserPtr). Not collective. NCCL 2.29.2.
 func (w *Window) UserPtr() (uintptr, error) {
 	const op = "Window.UserPtr"
-	if _, err := requireFunc("ncclWinGetUserPtr"); err != nil {
+	if _, err := require(capi.SymWinGetUserPtr); err != nil {
 		return 0, err
 	}
 	for {
@@ -287,7 +289,7 @@ func (w *Window) checkOffset(op string, offset uint64) error {
 // NCCL 2.29.2.
 func (w *Window) LSAPointer(lsaRank int, offsetBytes uint64) (uintptr, error) {
 	const op = "Window.LSAPointer"
-	if _, err := requireFunc("ncclGetLsaDevicePointer"); err != nil {
+	if _, err := require(capi.SymGetLsaDevicePointer); err != nil {
 		return 0, err
 	}
 	if lsaRank < 0 || lsaRank > math.MaxInt32 {
@@ -316,7 +318,7 @@ func (w *Window) LSAPointer(lsaRank int, offsetBytes uint64) (uintptr, error) {
 // ErrUnsupported. Not collective. NCCL 2.29.2.
 func (w *Window) PeerPointer(peer int, offsetBytes uint64) (uintptr, error) {
 	const op = "Window.PeerPointer"
-	if _, err := requireFunc("ncclGetPeerDevicePointer"); err != nil {
+	if _, err := require(capi.SymGetPeerDevicePointer); err != nil {
 		return 0, err
 	}
 	if w == nil || w.c == nil {
@@ -352,7 +354,7 @@ func (w *Window) PeerPointer(peer int, offsetBytes uint64) (uintptr, error) {
 // Not collective. NCCL 2.29.2.
 func (w *Window) MultimemPointer(offsetBytes uint64) (uintptr, error) {
 	const op = "Window.MultimemPointer"
-	if _, err := requireFunc("ncclGetLsaMultimemDevicePointer"); err != nil {
+	if _, err := require(capi.SymGetLsaMultimemDevicePointer); err != nil {
 		return 0, err
 	}
 	if err := w.checkOffset(op, offsetBytes); err != nil {
@@ -397,22 +399,4 @@ func (w *Window) freeLocked(later bool) {
 		return
 	}
 	w.cell.Free()
-}
-
-// requireFunc returns the loaded release, or ErrUnsupported when the loaded
-// NCCL lacks fn.
-func requireFunc(fn string) (Release, error) {
-	r, err := loaded()
-	if err != nil {
-		return 0, err
-	}
-	for _, s := range capi.NCCLSymbols() {
-		if s.Name == fn {
-			if !s.Present {
-				return r, &UnsupportedError{Func: fn, Since: releaseFromCode(s.Since), Loaded: r}
-			}
-			return r, nil
-		}
-	}
-	return r, nil
 }

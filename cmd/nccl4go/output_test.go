@@ -66,7 +66,7 @@ func TestPrintProbeWithProperties(t *testing.T) {
 
 func TestPrintProbeWithoutProperties(t *testing.T) {
 	note := unsupportedNote("capability properties",
-		&nccl.UnsupportedError{Func: "ncclCommQueryProperties", Since: 22902, Loaded: 22803})
+		&nccl.UnsupportedError{Feature: "ncclCommQueryProperties", Since: 22902, Loaded: 22803})
 	rep := probeReport{
 		NCCL:  probeNCCL{Version: "2.28.3", Path: "/x/libnccl.so.2"},
 		Ranks: []probeRank{{Rank: 0, NRanks: 1, Device: 0, GPU: "Fake GPU", PCIBusID: "0000:01:00.0", PropertiesError: "x"}},
@@ -210,7 +210,7 @@ func TestExplain(t *testing.T) {
 	if !strings.Contains(p.Fix, "NCCL_LIBRARY=/path/to/libnccl.so.2") {
 		t.Errorf("fix %q", p.Fix)
 	}
-	old := explainNCCL(&nccl.UnsupportedError{Func: "NCCL 2.18.1 at /x", Since: 21901, Loaded: 21801})
+	old := explainNCCL(&nccl.UnsupportedError{Feature: "NCCL 2.18.1 at /x", Since: 21901, Loaded: 21801})
 	if !strings.Contains(old.Reason, "2.18.1 is too old") || !strings.Contains(old.Reason, "2.19.1") {
 		t.Errorf("too old: %+v", old)
 	}
@@ -256,7 +256,7 @@ func TestUnsupportedNote(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&nccl.UnsupportedError{Func: "ncclCommQueryProperties", Since: 22902, Loaded: 22803},
+		{&nccl.UnsupportedError{Feature: "ncclCommQueryProperties", Since: 22902, Loaded: 22803},
 			"capability properties need NCCL 2.29.2 (loaded 2.28.3)"},
 		{fmt.Errorf("wrapped: %w", &nccl.UnsupportedError{Since: 22907, Loaded: 22903}),
 			"capability properties need NCCL 2.29.7 (loaded 2.29.3)"},

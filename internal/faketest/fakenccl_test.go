@@ -12,7 +12,8 @@ import (
 
 // The fake NCCL's versioned structs, driven through the shim directly, so
 // that a declared version the binding would not send can be tried: the
-// rules of shared/reference/nccl-abi.md §4.3 per library release.
+// rules NCCL's src/init.cc applies to a caller's declared version, per
+// library release.
 
 // rawComm loads the fakes and creates a blocking communicator of nranks
 // ranks (rank 0) on device 0.

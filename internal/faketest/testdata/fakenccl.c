@@ -6,7 +6,7 @@
 // it, so that a build for 2.28.3 lacks every 2.29+ symbol as the real
 // library does. Behaviour that changed between releases follows the version
 // the library reports (FAKE_NCCL_VERSION, default FAKE_RELEASE), as described
-// in shared/reference/nccl-abi.md and NCCL's source: argument checks and
+// in NCCL's nccl.h and source of each release: argument checks and
 // result codes, ncclConfig_t parsing, the non-blocking (ncclInProgress)
 // protocol, deferred outputs, and the versioned device-API structs.
 //
@@ -1710,7 +1710,8 @@ EXPORT int ncclCommUserRank(void *comm, int *rank) {
 }
 
 // ---------------------------------------------------------------------------
-// Device-API versioning (nccl-abi.md §4.3).
+// Device-API versioning (NCCL's src/init.cc: a caller version newer than the
+// library is rejected, older ones read a prefix).
 
 enum { COMPAT_NONE, COMPAT_22902, COMPAT_22907, COMPAT_23000 };
 
@@ -2535,7 +2536,8 @@ EXPORT int ncclWaitSignal(int ndesc, const int32_t *descs, void *comm, void *str
 #endif
 
 // ---------------------------------------------------------------------------
-// Device communicators (nccl-abi.md §3.6, §3.8, §4.3).
+// Device communicators (ncclDevCommCreate and ncclDevCommRequirements_t of
+// NCCL's device headers, 2.28.3 onwards).
 
 #if SINCE(22803)
 // The requirements, whatever the layout.
