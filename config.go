@@ -82,7 +82,6 @@ const maxInt32 = int(^uint32(0) >> 1)
 // Ptr returns a pointer to v, for Config fields: nccl.Ptr(false).
 func Ptr[T any](v T) *T { return &v }
 
-
 func b2i(b bool) int32 {
 	if b {
 		return 1

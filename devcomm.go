@@ -58,7 +58,6 @@ type DevCommRequirements struct {
 	GINStrongSignalsRequired, GINVASignalsRequired *bool
 }
 
-
 // devCommLayout is the requirements layout and the device communicator
 // size of a loaded release.
 type devCommLayout struct {

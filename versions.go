@@ -61,10 +61,10 @@ const (
 	reqGINVASignalsRequired
 
 	// Flag values and layouts.
-	flagCTAPolicyZero         // NCCL_CTA_POLICY_ZERO
-	flagCTAPolicyCombined     // several CTA policy flags at once
-	flagWindowStrictOrdering  // NCCL_WIN_STRICT_ORDERING
-	layoutPropertiesWide      // ncclCommProperties_t of 56 bytes (nLsaTeams, hostRmaSupport, railedGinType)
+	flagCTAPolicyZero        // NCCL_CTA_POLICY_ZERO
+	flagCTAPolicyCombined    // several CTA policy flags at once
+	flagWindowStrictOrdering // NCCL_WIN_STRICT_ORDERING
+	layoutPropertiesWide     // ncclCommProperties_t of 56 bytes (nLsaTeams, hostRmaSupport, railedGinType)
 	numFeatures
 )
 
