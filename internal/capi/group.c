@@ -184,6 +184,11 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 static void group_thread_exit(void *unused) {
 	(void)unused;
+	if (gt.depth > 0) {
+		__atomic_sub_fetch(&capi_open_groups, 1, __ATOMIC_RELAXED);
+		busy_add(-1);
+	}
+	gt.depth = 0;
 	pthread_mutex_lock(&held_mu);
 	for (int i = 0; i < gt.ncomms; i++) {
 		int j = held_find(gt.comms[i]);
@@ -193,11 +198,6 @@ static void group_thread_exit(void *unused) {
 		}
 	}
 	pthread_mutex_unlock(&held_mu);
-	if (gt.depth > 0) {
-		__atomic_sub_fetch(&capi_open_groups, 1, __ATOMIC_RELAXED);
-		busy_add(-1);
-	}
-	gt.depth = 0;
 	gt.ncomms = 0;
 	free(gt.comms);
 	gt.comms = NULL;

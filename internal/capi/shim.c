@@ -1,7 +1,6 @@
 // nccl4go C shim: loading, symbol tables and trampolines. See shim.h.
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
