@@ -18,9 +18,11 @@ import (
 // inside the shim ("c"), which calls ncclAllReduce directly. "compare" runs
 // both, and the shim's trampoline called from Go without the binding's
 // logic ("raw"), in one benchmark and reports go-ns/op, raw-ns/op,
-// c-ns/op, diff-ns/op (go - c; the target: at most 100) and binding-ns/op
-// (go - raw: the binding's own lock and checks), each the median over
-// paired rounds; "cgo-floor" is one bare cgo call. allocs/op must be 0 and
+// c-ns/op, floor-ns/op (a cgo call of a C function that does nothing),
+// diff-ns/op (go - c; the target: at most 100), binding-ns/op (go - raw:
+// the binding's own lock and checks; target 40) and raw-floor-ns/op (raw -
+// floor: the shim's own cost; target 15), each the median over paired
+// rounds; "cgo-floor" is the bare cgo call alone. allocs/op must be 0 and
 // cgo-calls/op 1.
 func BenchmarkAllReduceHostPath(b *testing.B) {
 	gputest.Require(b)
@@ -97,41 +99,50 @@ func BenchmarkAllReduceHostPath(b *testing.B) {
 		// stream's queue never fills. The figures are medians over
 		// rounds: a shared machine's stalls hit single rounds.
 		const round = 10000
-		loops := [3]func(int){goLoop, rawLoop, cLoop}
-		var ns [3][]float64 // go, raw, c
-		var diff, binding []float64
+		floorLoop := func(n int) {
+			for range n {
+				if capi.BenchFloor() != 0 {
+					b.Fatal("floor")
+				}
+			}
+		}
+		loops := [4]func(int){goLoop, rawLoop, cLoop, floorLoop}
+		var ns [4][]float64 // go, raw, c, floor
+		var diff, binding, shim []float64
 		done := 0
 		for r := 0; done < b.N; r++ {
 			n := min(round, b.N-done)
-			var t [3]float64
-			for k := range 3 {
-				i := (r + k) % 3
+			var t [4]float64
+			for k := range 4 {
+				i := (r + k) % 4
 				t0 := time.Now()
 				loops[i](n)
 				t[i] = float64(time.Since(t0).Nanoseconds()) / float64(n)
 			}
 			b.StopTimer()
 			sync()
-			for i := range 3 {
+			for i := range 4 {
 				ns[i] = append(ns[i], t[i])
 			}
-			diff, binding = append(diff, t[0]-t[2]), append(binding, t[0]-t[1])
+			diff, binding, shim = append(diff, t[0]-t[2]), append(binding, t[0]-t[1]), append(shim, t[1]-t[3])
 			b.StartTimer()
 			done += n
 		}
 		b.ReportMetric(median(ns[0]), "go-ns/op")
 		b.ReportMetric(median(ns[1]), "raw-ns/op")
 		b.ReportMetric(median(ns[2]), "c-ns/op")
+		b.ReportMetric(median(ns[3]), "floor-ns/op")
 		b.ReportMetric(median(diff), "diff-ns/op")
 		b.ReportMetric(median(binding), "binding-ns/op")
+		b.ReportMetric(median(shim), "raw-floor-ns/op")
 	})
-	// The floor under any binding: one cgo call to a C function that
-	// returns a thread-local int.
+	// The floor under any binding: one cgo call to a C function that does
+	// nothing.
 	b.Run("cgo-floor", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if capi.GroupDepth() != 0 {
-				b.Fatal("in a group")
+			if capi.BenchFloor() != 0 {
+				b.Fatal("floor")
 			}
 		}
 	})

@@ -43,8 +43,10 @@ func TestFakeChildCellsFreed(t *testing.T) {
 			t.Errorf("%d child cells kept after the children were ready", n)
 		}
 		// A pending child keeps its cell until it is resolved.
+		var pend *Communicator
 		if err := Group(func() error {
-			_, err := c.Split(0, 0, nil)
+			var err error
+			pend, err = c.Split(0, 0, nil)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -57,6 +59,10 @@ func TestFakeChildCellsFreed(t *testing.T) {
 		}
 		if n := cells(); n != 0 {
 			t.Errorf("%d child cells after the parent's Destroy", n)
+		}
+		// The child NCCL made is still the caller's to destroy.
+		if err := pend.Destroy(); err != nil {
+			t.Errorf("Destroy of the child resolved after its parent's Destroy: %v", err)
 		}
 	})
 }

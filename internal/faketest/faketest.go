@@ -449,3 +449,74 @@ func LiveComms(t testing.TB) int {
 	}
 	return n
 }
+
+// leaksAllowed is set by AllowLeakedComms in a child.
+var leaksAllowed struct {
+	sync.Mutex
+	reason string
+}
+
+// AllowLeakedComms lets the scenario of this child end with communicators
+// of the fake alive (a test of leak reporting, or of a thread that ends
+// inside a group, whose communicators can never be freed); reason says why.
+func AllowLeakedComms(reason string) {
+	leaksAllowed.Lock()
+	leaksAllowed.reason = reason
+	leaksAllowed.Unlock()
+}
+
+// Main runs the tests (m.Run) and then checks for leaks, failing the run
+// (exit 1) when it finds one: in a fake-library child, communicators of the
+// fake still alive (unless AllowLeakedComms was called), and in every
+// process, goroutines started by the tests and still running. Call it from
+// TestMain: os.Exit(faketest.Main(m)).
+func Main(m *testing.M) int {
+	before := runtime.NumGoroutine()
+	code := m.Run()
+	if code != 0 {
+		return code
+	}
+	if InChild() {
+		if path := os.Getenv(envLog); path != "" {
+			if n := liveInLog(path); n > 0 {
+				leaksAllowed.Lock()
+				reason := leaksAllowed.reason
+				leaksAllowed.Unlock()
+				if reason == "" {
+					fmt.Fprintf(os.Stderr, "faketest: leak check: %d communicator(s) of the fake NCCL still alive after %s (destroy or abort every communicator a test makes)\n", n, os.Getenv(envTest))
+					return 1
+				}
+			}
+		}
+	}
+	// Goroutines the runtime or a test's cleanup ends a moment later are
+	// given half a second.
+	n := runtime.NumGoroutine()
+	for i := 0; i < 100 && n > before; i++ {
+		time.Sleep(5 * time.Millisecond)
+		n = runtime.NumGoroutine()
+	}
+	if n > before {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		fmt.Fprintf(os.Stderr, "faketest: leak check: %d goroutines after the tests, %d before:\n%s\n", n, before, buf)
+		return 1
+	}
+	return 0
+}
+
+// liveInLog reads the fake NCCL's last count of live communicators from its
+// log (0 when it made none).
+func liveInLog(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "live="); ok {
+			n, _ = strconv.Atoi(v)
+		}
+	}
+	return n
+}

@@ -11,6 +11,7 @@ package gputest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -172,4 +173,22 @@ func MultiRankGPU() error {
 		return fmt.Errorf("NCCL_MULTI_RANK_GPU_ENABLE is not 1")
 	}
 	return nil
+}
+
+// SkipUnsupported skips t when err says the loaded NCCL is too old for a
+// feature (an *nccl.UnsupportedError whose loaded release is older than the
+// feature's first release), and fails t when the loaded release is new
+// enough: then the binding refused what NCCL has, a bug a skip would hide.
+// Any other err, nil included, is left to the caller.
+func SkipUnsupported(t testing.TB, err error) {
+	t.Helper()
+	var ue *nccl.UnsupportedError
+	if !errors.As(err, &ue) {
+		return
+	}
+	if ue.Since != 0 && ue.Loaded >= ue.Since {
+		t.Fatalf("%v: but the loaded NCCL %s is new enough to have it (first in %s)", err, ue.Loaded, ue.Since)
+		return
+	}
+	t.Skipf("needs NCCL %s or newer: %v", ue.Since, err)
 }

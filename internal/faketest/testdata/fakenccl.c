@@ -518,6 +518,7 @@ struct action {
 	void *dst;    // ACT_WRITE_BYTES: memcpy(dst, bytes, n)
 	unsigned char bytes[256];
 	size_t n;
+	int child;    // ACT_WRITE_PTR of a Split/Shrink child: never delivered, NCCL frees it
 	struct action *next;
 };
 
@@ -598,7 +599,7 @@ static struct comm *new_comm(int nranks, int rank, int dev, const struct config 
 	pthread_mutex_lock(&mu);
 	c->next = comms;
 	comms = c;
-	int live = ++live_comms;
+	int live = __atomic_add_fetch(&live_comms, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&mu);
 	trace_live(live);
 	return c;
@@ -619,12 +620,30 @@ static void run_actions(struct action *a) {
 	}
 }
 
+static void kill_child(struct comm *c);
+
+// drop_actions discards actions that will never run. A Split or Shrink
+// child whose job never ends is freed, as NCCL frees it when the job is
+// aborted.
 static void drop_actions(struct action *a) {
 	while (a) {
 		struct action *next = a->next;
+		if (a->kind == ACT_WRITE_PTR && a->child) {
+			kill_child((struct comm *)a->ptr);
+		}
 		free(a);
 		a = next;
 	}
+}
+
+// child_ptr is write_ptr for a Split or Shrink child.
+static struct action *write_ptr(void **out, void *ptr);
+static struct action *child_ptr(void **out, struct comm *c) {
+	struct action *a = write_ptr(out, c);
+	if (a) {
+		a->child = 1;
+	}
+	return a;
 }
 
 static struct action *write_ptr(void **out, void *ptr) {
@@ -1308,7 +1327,7 @@ EXPORT int ncclCommSplit(void *comm, int color, int key, void **newcomm, void *c
 			p->shares_memory = c->shares_memory = 1;
 		}
 		// NCCL stores the child when the split ends, also when it failed.
-		act = append(write_ptr(newcomm, c), set_state(c, async_fail(fn)));
+		act = append(child_ptr(newcomm, c), set_state(c, async_fail(fn)));
 	}
 	if ((r = group_join(p, fn)) != ncclSuccess) {
 		drop_actions(act);
@@ -1371,7 +1390,7 @@ EXPORT int ncclCommShrink(void *comm, int *exclude, int nexclude, void **newcomm
 	if (!c) {
 		return group_error_check(fail(ncclSystemError, fn, "out of memory"));
 	}
-	struct action *act = append(write_ptr(newcomm, c), set_state(c, async_fail(fn)));
+	struct action *act = append(child_ptr(newcomm, c), set_state(c, async_fail(fn)));
 	if ((r = group_join(p, fn)) != ncclSuccess) {
 		drop_actions(act);
 		return r;
@@ -1496,9 +1515,19 @@ EXPORT int ncclCommFinalize(void *comm) {
 
 // kill marks a communicator destroyed; it stays in memory so that a later
 // use is detected.
+// kill_child marks a child NCCL never delivered destroyed (mu may or may
+// not be held: only the child's own fields change).
+static void kill_child(struct comm *c) {
+	if (!c->dead) {
+		c->dead = 1;
+		c->magic = 0;
+		trace_live(__atomic_sub_fetch(&live_comms, 1, __ATOMIC_RELAXED));
+	}
+}
+
 static void kill_locked(struct comm *c) {
 	if (!c->dead) {
-		trace_live(--live_comms);
+		trace_live(__atomic_sub_fetch(&live_comms, 1, __ATOMIC_RELAXED));
 	}
 	c->dead = 1;
 	c->magic = 0;

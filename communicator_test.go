@@ -17,15 +17,6 @@ import (
 // The communicator's lifecycle against the fake NCCL and CUDA driver
 // (internal/faketest): one process, two fake devices.
 
-func newFakeID(t *testing.T) nccl.UniqueID {
-	t.Helper()
-	id, err := nccl.NewUniqueID()
-	if err != nil {
-		t.Fatalf("NewUniqueID: %v", err)
-	}
-	return id
-}
-
 func TestCommInitIdentity(t *testing.T) {
 	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
 		c, err := nccl.Init(1, 0, newFakeID(t), &nccl.Config{Device: nccl.Ptr(1)})
@@ -366,17 +357,6 @@ func TestCommInitAll(t *testing.T) {
 			t.Errorf("InitAll without a device: %v, want cuda.ErrNoDevice", err)
 		}
 	})
-}
-
-// settleGoroutines waits a little for goroutines to end and reports
-// whether their number came back to at most want.
-func settleGoroutines(want int) (int, bool) {
-	n := runtime.NumGoroutine()
-	for i := 0; i < 100 && n > want; i++ {
-		time.Sleep(5 * time.Millisecond)
-		n = runtime.NumGoroutine()
-	}
-	return n, n <= want
 }
 
 // A non-blocking communicator whose creation never completes (its peers
