@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // NewMemStore returns an in-process Store, for tests and for jobs whose ranks are
@@ -19,35 +20,65 @@ func NewMemStore() Store {
 }
 
 type memStore struct {
-	t *table
+	t      *table
+	prefix string      // added to every key (Server.Local: "/", as torch's client does)
+	view   bool        // a view of a server's table: Close ends the view only
+	closed atomic.Bool // views only
+}
+
+func (s *memStore) k(key string) string {
+	if s.prefix == "" {
+		return key
+	}
+	return s.prefix + key
+}
+
+func (s *memStore) ks(keys []string) []string {
+	if s.prefix == "" {
+		return keys
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = s.prefix + k
+	}
+	return out
+}
+
+func (s *memStore) ok(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return ctx.Err()
 }
 
 func (s *memStore) Set(ctx context.Context, key string, value []byte) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.ok(ctx); err != nil {
 		return err
 	}
-	return s.t.set(key, bytes.Clone(value))
+	return s.t.set(s.k(key), bytes.Clone(value))
 }
 
 func (s *memStore) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := s.Wait(ctx, key); err != nil {
-		return nil, err
+	for {
+		if err := s.Wait(ctx, key); err != nil {
+			return nil, err
+		}
+		v, ok, err := s.t.get(s.k(key))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return bytes.Clone(v), nil
+		}
+		// deleted between Wait and get: wait again
 	}
-	v, ok, err := s.t.get(key)
-	if err != nil {
-		return nil, err
-	}
-	if !ok { // deleted between Wait and get: wait again
-		return s.Get(ctx, key)
-	}
-	return bytes.Clone(v), nil
 }
 
 func (s *memStore) Add(ctx context.Context, key string, delta int64) (int64, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.ok(ctx); err != nil {
 		return 0, err
 	}
-	n, err := s.t.add(key, delta)
+	n, err := s.t.add(s.k(key), delta)
 	if err != nil {
 		return 0, &KeyError{Op: "Add", Key: key, Err: err}
 	}
@@ -55,25 +86,25 @@ func (s *memStore) Add(ctx context.Context, key string, delta int64) (int64, err
 }
 
 func (s *memStore) CompareSet(ctx context.Context, key string, expected, desired []byte) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.ok(ctx); err != nil {
 		return nil, err
 	}
-	v, err := s.t.compareSet(key, expected, bytes.Clone(desired))
+	v, err := s.t.compareSet(s.k(key), expected, bytes.Clone(desired))
 	return bytes.Clone(v), err
 }
 
 func (s *memStore) Check(ctx context.Context, keys ...string) (bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.ok(ctx); err != nil {
 		return false, err
 	}
-	return s.t.check(keys)
+	return s.t.check(s.ks(keys))
 }
 
 func (s *memStore) Wait(ctx context.Context, keys ...string) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.ok(ctx); err != nil {
 		return err
 	}
-	w, err := s.t.watch(keys)
+	w, err := s.t.watch(s.ks(keys))
 	if err != nil || w == nil {
 		return err
 	}
@@ -90,13 +121,17 @@ func (s *memStore) Wait(ctx context.Context, keys ...string) error {
 }
 
 func (s *memStore) Delete(ctx context.Context, key string) (bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.ok(ctx); err != nil {
 		return false, err
 	}
-	return s.t.del(key)
+	return s.t.del(s.k(key))
 }
 
 func (s *memStore) Close() error {
+	if s.view {
+		s.closed.Store(true)
+		return nil
+	}
 	s.t.close()
 	return nil
 }
@@ -108,6 +143,7 @@ type table struct {
 	mu       sync.Mutex
 	m        map[string][]byte
 	watchers map[string][]*watcher
+	queues   map[string][][]byte
 	bytes    int64 // sum of len(key)+len(value) stored
 	maxBytes int64 // 0: unbounded
 	closed   bool
@@ -118,12 +154,27 @@ type table struct {
 type watcher struct {
 	keys      []string
 	remaining int
-	done      chan struct{}
+	done      chan struct{} // closed when fired, unless notify is set
+	notify    func()        // called (under the table's lock) when fired
 	fired     bool
 }
 
+// fireLocked marks w done and tells its owner.
+func (w *watcher) fireLocked() {
+	if w.fired {
+		return
+	}
+	w.fired = true
+	if w.notify != nil {
+		w.notify()
+	} else {
+		close(w.done)
+	}
+}
+
 func newTable(maxBytes int64) *table {
-	return &table{m: make(map[string][]byte), watchers: make(map[string][]*watcher), maxBytes: maxBytes}
+	return &table{m: make(map[string][]byte), watchers: make(map[string][]*watcher),
+		queues: make(map[string][][]byte), maxBytes: maxBytes}
 }
 
 func (t *table) isClosed() bool {
@@ -141,14 +192,14 @@ func (t *table) close() {
 	t.closed = true
 	for _, ws := range t.watchers {
 		for _, w := range ws {
-			if !w.fired {
-				w.fired = true
-				close(w.done)
+			if w.notify == nil {
+				w.fireLocked()
 			}
 		}
 	}
 	t.watchers = nil
 	t.m = nil
+	t.queues = nil
 }
 
 // storeLocked puts key=value, accounting bytes and waking watchers.
@@ -170,9 +221,8 @@ func (t *table) storeLocked(key string, value []byte) error {
 			delete(t.watchers, key)
 			for _, w := range ws {
 				w.remaining--
-				if w.remaining == 0 && !w.fired {
-					w.fired = true
-					close(w.done)
+				if w.remaining == 0 {
+					w.fireLocked()
 				}
 			}
 		}
@@ -249,7 +299,7 @@ func (t *table) check(keys []string) (bool, error) {
 		return false, ErrClosed
 	}
 	for _, k := range keys {
-		if _, ok := t.m[k]; !ok {
+		if !t.existsLocked(k) {
 			return false, nil
 		}
 	}
@@ -293,14 +343,29 @@ func (t *table) appendValue(key string, value []byte) error {
 
 // watch registers a watcher for keys; it returns nil when all exist already.
 func (t *table) watch(keys []string) (*watcher, error) {
+	return t.watchNotify(keys, nil)
+}
+
+// existsLocked: torch counts a non-empty queue as an existing key for CHECK
+// and WAIT.
+func (t *table) existsLocked(k string) bool {
+	if _, ok := t.m[k]; ok {
+		return true
+	}
+	return len(t.queues[k]) > 0
+}
+
+// watchNotify is watch with a callback instead of a channel: notify runs
+// under the table's lock when the keys exist, and must not block.
+func (t *table) watchNotify(keys []string, notify func()) (*watcher, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return nil, ErrClosed
 	}
-	w := &watcher{}
+	w := &watcher{notify: notify}
 	for _, k := range keys {
-		if _, ok := t.m[k]; ok {
+		if t.existsLocked(k) {
 			continue
 		}
 		w.keys = append(w.keys, k)
@@ -319,14 +384,23 @@ func (t *table) watch(keys []string) (*watcher, error) {
 	}
 	w.keys = uniq
 	w.remaining = len(uniq)
-	w.done = make(chan struct{})
+	if notify == nil {
+		w.done = make(chan struct{})
+	}
 	for _, k := range uniq {
 		t.watchers[k] = append(t.watchers[k], w)
 	}
 	return w, nil
 }
 
-// unwatch removes w from the keys it still waits for.
+// pending reports whether w still waits.
+func (t *table) pending(w *watcher) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.closed && !w.fired
+}
+
+// unwatch removes w from the keys it still waits for, without notifying.
 func (t *table) unwatch(w *watcher) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -334,7 +408,13 @@ func (t *table) unwatch(w *watcher) {
 		return
 	}
 	w.fired = true
-	close(w.done)
+	if w.done != nil {
+		close(w.done)
+	}
+	t.dropLocked(w)
+}
+
+func (t *table) dropLocked(w *watcher) {
 	for _, k := range w.keys {
 		ws := t.watchers[k]
 		for i, x := range ws {
@@ -349,4 +429,82 @@ func (t *table) unwatch(w *watcher) {
 			t.watchers[k] = ws
 		}
 	}
+}
+
+func (t *table) list() ([]string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, ErrClosed
+	}
+	keys := make([]string, 0, len(t.m))
+	for k := range t.m {
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// queuePush appends value to the queue named key and wakes one waiter of key
+// (torch's QUEUE_PUSH).
+func (t *table) queuePush(key string, value []byte) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	grow := int64(len(value))
+	if len(t.queues[key]) == 0 {
+		grow += int64(len(key))
+	}
+	if t.maxBytes > 0 && t.bytes+grow > t.maxBytes {
+		return fmt.Errorf("%w: store holds %d bytes, limit %d", ErrTooLarge, t.bytes, t.maxBytes)
+	}
+	t.bytes += grow
+	t.queues[key] = append(t.queues[key], value)
+	if ws := t.watchers[key]; len(ws) > 0 {
+		w := ws[0]
+		if len(ws) == 1 {
+			delete(t.watchers, key)
+		} else {
+			t.watchers[key] = ws[1:]
+		}
+		w.remaining--
+		if w.remaining == 0 {
+			w.fireLocked()
+		}
+	}
+	return nil
+}
+
+// queuePop removes the first value of the queue named key; n is the queue's
+// length before the pop (0: nothing popped).
+func (t *table) queuePop(key string) (n int64, value []byte, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, nil, ErrClosed
+	}
+	q := t.queues[key]
+	if len(q) == 0 {
+		return 0, nil, nil
+	}
+	n, value = int64(len(q)), q[0]
+	q[0] = nil
+	t.bytes -= int64(len(value))
+	if len(q) == 1 {
+		delete(t.queues, key)
+		t.bytes -= int64(len(key))
+	} else {
+		t.queues[key] = q[1:]
+	}
+	return n, value, nil
+}
+
+func (t *table) queueLen(key string) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, ErrClosed
+	}
+	return int64(len(t.queues[key])), nil
 }

@@ -51,18 +51,18 @@ var (
 	ErrUnreachable = errors.New("rendezvous: store unreachable")
 )
 
-// Default limits, matching what PyTorch's TCPStore accepts: torch reads key and
-// value lengths as 64-bit counts but refuses any single buffer over its maximum
-// (see tcpstore.go). A server or client of this package applies these unless told
-// otherwise.
+// Default limits: those of PyTorch's libuv TCPStore server (torch's default
+// server since 2.4), so a request that torch's server would refuse is refused
+// here too, by the client before it is sent. ServerOptions and DialOptions can
+// change them.
 const (
-	// DefaultMaxKeyBytes is the largest key accepted by default.
-	DefaultMaxKeyBytes = 64 << 10
-	// DefaultMaxValueBytes is the largest value accepted by default.
-	DefaultMaxValueBytes = 64 << 20
-	// DefaultMaxKeys is the largest number of keys in one CHECK, WAIT,
-	// MULTI_GET or MULTI_SET.
-	DefaultMaxKeys = 1 << 16
+	// DefaultMaxKeyBytes is the largest key (torch: MAX_STRING_LEN, 8 KiB).
+	DefaultMaxKeyBytes = 8 << 10
+	// DefaultMaxValueBytes is the largest value (torch: MAX_PAYLOAD_LEN, 8 MiB).
+	DefaultMaxValueBytes = 8 << 20
+	// DefaultMaxKeys is the most keys in one CHECK, WAIT, MULTI_GET or
+	// MULTI_SET (torch: MAX_KEY_COUNT, 128 Ki).
+	DefaultMaxKeys = 128 << 10
 )
 
 // KeyError wraps an error with the operation and key it concerns.
@@ -133,16 +133,38 @@ func (p *prefixStore) Delete(ctx context.Context, key string) (bool, error) {
 func (p *prefixStore) Close() error { return p.s.Close() }
 
 // addDecimal applies torch's ADD to an existing value: the value is the decimal
-// text of a signed 64-bit integer (a missing value counts as 0).
+// text of a signed 64-bit integer (a missing value counts as 0), read as C++'s
+// std::stoll reads it (leading white space, a sign, digits, anything after them
+// ignored; no digits or overflow is an error). The sum wraps like torch's.
 func addDecimal(old []byte, exists bool, delta int64) (int64, []byte, error) {
 	var cur int64
 	if exists {
-		v, err := strconv.ParseInt(string(old), 10, 64)
-		if err != nil {
+		v, ok := parseStoll(old)
+		if !ok {
 			return 0, nil, ErrNotInteger
 		}
 		cur = v
 	}
 	n := cur + delta
 	return n, strconv.AppendInt(nil, n, 10), nil
+}
+
+func parseStoll(b []byte) (int64, bool) {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || (b[i] >= '\t' && b[i] <= '\r')) {
+		i++
+	}
+	start := i
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		i++
+	}
+	d := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == d {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(b[start:i]), 10, 64)
+	return v, err == nil
 }

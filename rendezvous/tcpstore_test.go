@@ -1,0 +1,63 @@
+package rendezvous
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// startServer starts a server on a free loopback port, closed with the test.
+func startServer(t testing.TB, opts *ServerOptions) *Server {
+	t.Helper()
+	if opts == nil {
+		opts = &ServerOptions{}
+	}
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	srv, err := Listen("127.0.0.1:0", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func dialTest(t testing.TB, srv *Server, opts *DialOptions) *TCPStore {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if opts == nil {
+		opts = &DialOptions{}
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	c, err := Dial(ctx, srv.Addr().String(), opts)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestTCPStoreSemantics(t *testing.T) {
+	srv := startServer(t, nil)
+	c := dialTest(t, srv, nil)
+	storeSemantics(t, c)
+}
+
+func TestTCPStoreClose(t *testing.T) {
+	srv := startServer(t, nil)
+	c := dialTest(t, srv, nil)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(context.Background(), "k", nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Set after Close = %v, want ErrClosed", err)
+	}
+}
