@@ -199,40 +199,47 @@ var errNoAnswer = errors.New("no answer")
 func (s *TCPStore) dial(ctx context.Context) (*clientConn, error) {
 	start := time.Now()
 	deadline := start.Add(s.opts.Timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+	ctxDeadline, hasCtxDeadline := ctx.Deadline()
+	if hasCtxDeadline && ctxDeadline.Before(deadline) {
+		deadline = ctxDeadline
 	}
 	backoff := 10 * time.Millisecond
-	var last error
 	attempts := 0
+	fail := func(last error) error {
+		// The context's deadline may have passed a moment before ctx.Err()
+		// says so; report it as the context's either way.
+		if cerr := ctx.Err(); cerr != nil {
+			last = errors.Join(cerr, last)
+		} else if hasCtxDeadline && !time.Now().Before(ctxDeadline) {
+			last = errors.Join(context.DeadlineExceeded, last)
+		}
+		return &DialError{Addr: s.addr, Elapsed: time.Since(start), Attempts: attempts, Err: last}
+	}
 	for {
 		attempts++
 		c, err := s.dialOnce(ctx, deadline)
 		if err == nil {
 			return c, nil
 		}
-		last = err
 		if errors.Is(err, ErrUnauthorized) {
 			return nil, err
 		}
 		if ctx.Err() != nil {
-			return nil, &DialError{Addr: s.addr, Elapsed: time.Since(start), Attempts: attempts,
-				Err: errors.Join(ctx.Err(), last)}
+			return nil, fail(err)
 		}
 		sleep := backoff/2 + rand.N(backoff/2+1)
 		if backoff < time.Second {
 			backoff *= 2
 		}
 		if time.Now().Add(sleep).After(deadline) {
-			return nil, &DialError{Addr: s.addr, Elapsed: time.Since(start), Attempts: attempts, Err: last}
+			return nil, fail(err)
 		}
 		t := time.NewTimer(sleep)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, &DialError{Addr: s.addr, Elapsed: time.Since(start), Attempts: attempts,
-				Err: errors.Join(ctx.Err(), last)}
+			return nil, fail(err)
 		}
 	}
 }
@@ -258,7 +265,7 @@ func (s *TCPStore) dialOnce(ctx context.Context, deadline time.Time) (*clientCon
 	if err := s.handshake(c); err != nil {
 		nc.Close()
 		if os.IsTimeout(err) {
-			err = fmt.Errorf("%w from the server within %v", errNoAnswer, step.Sub(now).Round(time.Millisecond))
+			err = fmt.Errorf("%w from the server within %v", errNoAnswer, max(0, step.Sub(now)).Round(time.Millisecond))
 		}
 		return nil, err
 	}
