@@ -385,4 +385,3 @@ func (s *FileStore) NumKeys(ctx context.Context) (int64, error) {
 	})
 	return n, err
 }
-
