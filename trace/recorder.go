@@ -50,6 +50,8 @@ type Recorder struct {
 	nextComm uint32
 	rank     int    // process rank for dumps; -1 unknown
 	envNote  string // a problem with BufferEnv, reported in dumps
+
+	requests seenRequests // dump requests made or handled (coordinate.go)
 }
 
 // ring is a power-of-two array of slots.
