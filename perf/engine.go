@@ -28,18 +28,6 @@ type World struct {
 	owned bool
 }
 
-// LocalWorld creates one communicator per device, all in this process
-// (nccl.InitAll: a group of ncclCommInitRankConfig). A device may repeat
-// where NCCL lets ranks share a GPU (NCCL 2.30.3 and
-// NCCL_MULTI_RANK_GPU_ENABLE=1). Close destroys the communicators.
-func LocalWorld(ctx context.Context, devices []int) (*World, error) {
-	comms, err := nccl.InitAllContext(ctx, devices, nil)
-	if err != nil {
-		return nil, err
-	}
-	return &World{Comms: comms, NProcs: 1, owned: true}, nil
-}
-
 // Close destroys the communicators LocalWorld created; it does nothing for
 // a World built by hand.
 func (w *World) Close() error {

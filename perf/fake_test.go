@@ -12,7 +12,7 @@ import (
 
 func TestFakeSmoke(t *testing.T) {
 	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
-		w, err := perf.LocalWorld(context.Background(), []int{0})
+		w, err := perf.LocalWorld(context.Background(), []int{0}, perf.CommConfig("all_reduce"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,13 +27,13 @@ type collective struct {
 	program string // nccl-tests' binary, e.g. "all_reduce_perf"
 	// opName is the redop column of tests without a reduction ("none"; ""
 	// for hypercube); empty when the test loops over reductions.
-	opName   string
-	usesOp   bool // the test sweeps -o (a reduction, or sendrecv's loop)
-	reduces  bool // the op is a reduction applied to the data
-	rooted   bool // the test sweeps -r
-	pow2     bool // runs only on a power-of-two number of ranks
+	opName    string
+	usesOp    bool // the test sweeps -o (a reduction, or sendrecv's loop)
+	reduces   bool // the op is a reduction applied to the data
+	rooted    bool // the test sweeps -r
+	pow2      bool // runs only on a power-of-two number of ranks
 	noInCheck bool // in-place results are not checked (#wrong is N/A)
-	counts   func(count, elt uint64, n int) counts
+	counts    func(count, elt uint64, n int) counts
 	// busFactor is busbw/algbw; algFactor is algbw*sec/(param*elt).
 	algFactor func(n int) float64
 	busFactor func(n int) float64
