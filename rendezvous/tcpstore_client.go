@@ -157,11 +157,12 @@ type clientConn struct {
 
 	dmu   sync.Mutex // guards armed, for the context's AfterFunc
 	armed bool
+
+	ext bool // the server is of this package: WAIT_GET is available
 }
 
-// nextNonce returns a PING nonce; it never has the top bit set (refusedNonce
-// has).
-func (s *TCPStore) nextNonce() uint32 { return s.nonce.Add(1) & 0x7FFFFFFF }
+// nextNonce returns a PING nonce; it never has helloBit or extBit set.
+func (s *TCPStore) nextNonce() uint32 { return s.nonce.Add(1) & nonceMask }
 
 // get takes an idle connection or makes a new one.
 func (s *TCPStore) get(ctx context.Context) (*clientConn, error) {
@@ -317,7 +318,7 @@ func (s *TCPStore) handshake(c *clientConn) error {
 		}
 		b = b[:0]
 	}
-	nonce := s.nextNonce()
+	nonce := s.nextNonce() | helloBit
 	b = appendRequest(b, &request{op: qPing, u32: nonce})
 	if _, err := c.nc.Write(b); err != nil {
 		return err
@@ -333,7 +334,11 @@ func (s *TCPStore) handshake(c *clientConn) error {
 	if got == refusedNonce && s.secret == nil {
 		return fmt.Errorf("%w: the server requires a secret", ErrUnauthorized)
 	}
-	if got != nonce {
+	switch got {
+	case nonce: // torch's server
+	case nonce ^ extBit:
+		c.ext = true
+	default:
 		return fmt.Errorf("%w: PING answered %#x, want %#x", ErrProtocol, got, nonce)
 	}
 	return nil
@@ -530,6 +535,12 @@ func (s *TCPStore) Get(ctx context.Context, key string) ([]byte, error) {
 	var v []byte
 	wk := []string{"/" + key}
 	err := s.op(ctx, "Get", key, func(c *clientConn) (bool, error) {
+		if c.ext {
+			var err error
+			var ok bool
+			v, ok, err = s.waitGet(ctx, c, wk[0])
+			return ok, err
+		}
 		if ok, err := s.wait(ctx, c, wk); err != nil {
 			return ok, err
 		}
@@ -575,6 +586,43 @@ func (s *TCPStore) wait(ctx context.Context, c *clientConn, wireKeys []string) (
 		return false, ctx.Err()
 	}
 	return true, ctx.Err()
+}
+
+// waitGet is Get in one round trip on a server of this package (WAIT_GET):
+// the answer is STOP_WAITING and the value; when ctx ends first it cancels on
+// the server, which answers WAIT_CANCELED (after the value, if that won).
+func (s *TCPStore) waitGet(ctx context.Context, c *clientConn, wireKey string) ([]byte, bool, error) {
+	if err := c.send(&request{op: qWaitGet, key: wireKey}); err != nil {
+		return nil, false, err
+	}
+	r, err := c.br.ReadByte()
+	if err == nil {
+		if r != waitStop {
+			return nil, false, fmt.Errorf("%w: WAIT_GET answered %d", ErrProtocol, r)
+		}
+		v, err := readVector(c.br, s.opts.MaxValueBytes)
+		return v, err == nil, noEOF(err)
+	}
+	if ctx.Err() == nil || !os.IsTimeout(err) {
+		return nil, false, noEOF(err)
+	}
+	c.dmu.Lock()
+	c.armed = false
+	c.dmu.Unlock()
+	c.nc.SetDeadline(time.Now().Add(cancelWaitTimeout))
+	if err := c.send(&request{op: qCancelWait}); err != nil {
+		return nil, false, ctx.Err()
+	}
+	r, err = c.br.ReadByte()
+	if err == nil && r == waitStop { // the value came just before the cancel
+		if _, err = readVector(c.br, s.opts.MaxValueBytes); err == nil {
+			r, err = c.br.ReadByte()
+		}
+	}
+	if err != nil || r != waitCanceled {
+		return nil, false, ctx.Err()
+	}
+	return nil, true, ctx.Err()
 }
 
 // Add adds delta to the integer under key and returns the new value. A server

@@ -30,6 +30,7 @@ func seedRequests() []*request {
 		{op: qQueuePop, key: "/q"},
 		{op: qQueueLen, key: "/q"},
 		{op: qList},
+		{op: qWaitGet, key: "/k"},
 	}
 }
 

@@ -245,7 +245,8 @@ type serverConn struct {
 	wmu sync.Mutex // serializes writes to nc
 
 	waiter *watcher
-	held   int // pending tokens held for the current request
+	held   int  // pending tokens held for the current request
+	ext    bool // the client said hello: nccl4go extensions on
 }
 
 // deadlineReader sets the connection's read deadline lazily: only when a read
@@ -551,7 +552,37 @@ func (c *serverConn) handle(req *request) error {
 			}
 		}
 	case qPing:
-		c.queue(appendU32(b[:0], req.u32))
+		nonce := req.u32
+		if nonce&helloBit != 0 {
+			c.ext = true
+			nonce ^= extBit
+		}
+		c.queue(appendU32(b[:0], nonce))
+	case qWaitGet:
+		if !c.ext {
+			return protoErr("WAIT_GET without hello")
+		}
+		if c.waiter != nil && t.pending(c.waiter) {
+			return protoErr("WAIT_GET while a WAIT is pending")
+		}
+		c.waiter = nil
+		key := req.key
+		w, err := t.watchNotify([]string{key}, func() { c.wakeGetter(t, key) })
+		if err != nil {
+			return err
+		}
+		if w != nil {
+			c.waiter = w
+			return nil
+		}
+		// The key exists (it could go before we read it: then the reply is
+		// empty, as torch's WAIT then GET would give).
+		v, _, err := t.get(key)
+		if err != nil {
+			return err
+		}
+		c.queue(append(b[:0], waitStop))
+		c.queueBytes(v)
 	case qQueuePush:
 		return t.queuePush(req.key, req.value)
 	case qQueuePop:
@@ -595,6 +626,17 @@ func (c *serverConn) queueBytes(v []byte) {
 	if big {
 		c.flush()
 	}
+}
+
+// wakeGetter runs under the table's lock when this connection's WAIT_GET key
+// appears: it queues STOP_WAITING and the value.
+func (c *serverConn) wakeGetter(t *table, key string) {
+	v := t.m[key]
+	c.mu.Lock()
+	c.out = append(c.out, waitStop)
+	c.out = appendBytes(c.out, v)
+	c.mu.Unlock()
+	go c.flush()
 }
 
 // wakeWaiter runs under the table's lock when this connection's WAIT is

@@ -24,15 +24,21 @@ package rendezvous
 //	QUEUE_POP   15  key                                   -> i64 length before pop, then value if > 0
 //	QUEUE_LEN   16  key                                   -> i64
 //	LIST        17                                        -> i64 n, n keys
+//	WAIT_GET   128  key (nccl4go only, see below)          -> u8 STOP_WAITING, value; when it exists
 //
 // A WAIT's reply comes when its keys exist; meanwhile the connection goes on
 // serving requests. CANCEL_WAIT drops the pending wait; a STOP_WAITING that
 // raced it comes before the WAIT_CANCELED. torch's client prefixes every key
 // with "/" (so do ours); GETNUMKEYS and LIST see the keys as stored.
 //
-// nccl4go adds one message for shared secrets (see tcpstore.go): a VALIDATE
-// whose magic is authMagic instead of torch's, followed by a challenge and
-// response. A torch client never sends it.
+// nccl4go adds, without changing what torch's clients and servers see:
+//   - a shared-secret handshake: a VALIDATE whose magic is authMagic instead
+//     of torch's, followed by a challenge and response (see Server's
+//     documentation). A torch client never sends it.
+//   - a hello PING whose nonce has helloBit set; a server of this package
+//     answers it with extBit flipped (torch's echoes it), and then serves
+//     WAIT_GET on that connection: Get in one round trip instead of torch's
+//     WAIT then GET.
 
 import (
 	"bufio"
@@ -63,7 +69,11 @@ const (
 	qQueuePop
 	qQueueLen
 	qList
-	qLast = qList
+
+	// qWaitGet is nccl4go's extension: GET that waits until the key exists,
+	// answered STOP_WAITING then the value (or WAIT_CANCELED after a
+	// CANCEL_WAIT). Sent only to servers that answered the hello PING.
+	qWaitGet queryType = 0x80
 )
 
 var queryNames = [...]string{"VALIDATE", "SET", "COMPARE_SET", "GET", "ADD", "CHECK", "WAIT", "GETNUMKEYS",
@@ -71,6 +81,9 @@ var queryNames = [...]string{"VALIDATE", "SET", "COMPARE_SET", "GET", "ADD", "CH
 	"QUEUE_LEN", "LIST"}
 
 func (q queryType) String() string {
+	if q == qWaitGet {
+		return "WAIT_GET"
+	}
 	if int(q) < len(queryNames) {
 		return queryNames[q]
 	}
@@ -96,6 +109,14 @@ const (
 	// refusedNonce is the PING reply of a secret-protected server to a client
 	// that did not authenticate; a client's nonce never has the top bit set.
 	refusedNonce uint32 = 0xFFFFFFFF
+
+	// A client of this package starts with a hello PING: its nonce has
+	// helloBit set (torch's client sends its pid, which never has it). A
+	// torch server echoes it; a server of this package answers nonce^extBit,
+	// and from then on accepts WAIT_GET on that connection.
+	helloBit  uint32 = 0x80000000
+	extBit    uint32 = 0x40000000
+	nonceMask uint32 = 0x0FFFFFFF
 )
 
 // limits bounds what a decoder accepts.
@@ -327,7 +348,7 @@ func (d *decoder) body(req *request, op queryType) error {
 			return err
 		}
 		req.value, err = d.bytesN(d.lim.maxValue, "value")
-	case qGet, qDeleteKey, qQueuePop, qQueueLen:
+	case qGet, qDeleteKey, qQueuePop, qQueueLen, qWaitGet:
 		req.key, err = d.key()
 	case qAdd:
 		if req.key, err = d.key(); err != nil {
@@ -403,7 +424,7 @@ func appendRequest(b []byte, req *request) []byte {
 		b = appendString(b, req.key)
 		b = appendBytes(b, req.expected)
 		b = appendBytes(b, req.value)
-	case qGet, qDeleteKey, qQueuePop, qQueueLen:
+	case qGet, qDeleteKey, qQueuePop, qQueueLen, qWaitGet:
 		b = appendString(b, req.key)
 	case qAdd:
 		b = appendString(b, req.key)
