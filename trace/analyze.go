@@ -348,7 +348,18 @@ func analyzeComm(h Hash, ranks map[int]*member) (CommReport, []string) {
 	if lo == 0 {
 		lo = minLast + 1
 	}
-	for s := lo; s <= minLast; s++ {
+	// Only sequence numbers some ring holds can disagree in content.
+	var seqs []uint64
+	for _, m := range ms {
+		for s := range m.coll {
+			if s >= lo && s <= minLast {
+				seqs = append(seqs, s)
+			}
+		}
+	}
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	for _, s := range seqs {
 		if g := groupAt(ms, s); countKnown(g) > 1 {
 			cr.Disagreement = &Disagreement{Seq: s, Groups: g}
 			cr.Verdict = VerdictMismatch

@@ -449,6 +449,9 @@ func (d *Dump) Write(w io.Writer) error {
 	return nil
 }
 
+// MaxRanks is the largest communicator size a dump may state.
+const MaxRanks = 1 << 20
+
 // DumpError is a dump that cannot be read: not JSON, another schema, a
 // version this package does not know, or contents that contradict
 // themselves.
@@ -549,7 +552,7 @@ func (d *Dump) Validate() error {
 			return fail("comms[%d]: id %d appears twice", i, c.ID)
 		}
 		ids[c.ID] = true
-		if c.Size <= 0 || c.Rank < 0 || c.Rank >= c.Size {
+		if c.Size <= 0 || c.Size > MaxRanks || c.Rank < 0 || c.Rank >= c.Size {
 			return fail("comms[%d] (%q): rank %d of size %d", i, c.Name, c.Rank, c.Size)
 		}
 	}
