@@ -118,6 +118,8 @@ type Server struct {
 	active  atomic.Int64
 	refused atomic.Int64
 	dropped atomic.Int64
+
+	torchOnly atomic.Bool // tests: answer hello PINGs as torch's server does
 }
 
 // Listen starts a server on addr ("host:port"; port 0 picks a free port, see
@@ -553,7 +555,7 @@ func (c *serverConn) handle(req *request) error {
 		}
 	case qPing:
 		nonce := req.u32
-		if nonce&helloBit != 0 {
+		if nonce&helloBit != 0 && !c.s.torchOnly.Load() {
 			c.ext = true
 			nonce ^= extBit
 		}

@@ -61,3 +61,18 @@ func TestTCPStoreClose(t *testing.T) {
 		t.Fatalf("Set after Close = %v, want ErrClosed", err)
 	}
 }
+
+// Against a server that answers like torch's (no WAIT_GET), Get and its
+// cancellation take torch's path: WAIT, then GET.
+func TestTCPStoreTorchPath(t *testing.T) {
+	srv := startServer(t, nil)
+	srv.torchOnly.Store(true)
+	c := dialTest(t, srv, nil)
+	c.mu.Lock()
+	ext := c.idle[0].ext
+	c.mu.Unlock()
+	if ext {
+		t.Fatal("client thinks a torch-like server has the extensions")
+	}
+	storeSemantics(t, c)
+}
