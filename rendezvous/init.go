@@ -52,6 +52,11 @@ type Options struct {
 	RanksPerRoot int
 	// Logf, when set, receives progress messages.
 	Logf func(format string, args ...any)
+	// Linger is how long Close, on the rank that hosts the store, waits for
+	// the other ranks to close their sessions before stopping the server
+	// (default 10s): a rank that returns early, with an error the others
+	// are still finding out, must not pull the store from under them.
+	Linger time.Duration
 }
 
 // Session is one process's membership in a job's rendezvous: the job, the
@@ -188,7 +193,8 @@ func (s *Session) dialOptions(ctx context.Context) *DialOptions {
 func (s *Session) Store() Store { return s.store }
 
 // Close closes the store client and, on the rank that hosts it, the store
-// server. Idempotent.
+// server, once every rank has closed its session or Options.Linger has
+// passed. Idempotent.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -197,11 +203,40 @@ func (s *Session) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.leave()
 	err := s.store.Close()
 	if s.server != nil {
 		err = errors.Join(err, s.server.Close())
 	}
 	return err
+}
+
+// leave tells the store this rank is done with it; the rank hosting the
+// server waits for every rank to say so (within Linger).
+func (s *Session) leave() {
+	if s.Job.WorldSize == 1 {
+		return
+	}
+	linger := s.opts.Linger
+	if linger <= 0 {
+		linger = 10 * time.Second
+	}
+	if s.server == nil {
+		linger = time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), linger)
+	defer cancel()
+	st := WithPrefix(s.store, s.name)
+	n, err := st.Add(ctx, keyDone, 1)
+	if err != nil {
+		return
+	}
+	if n == int64(s.Job.WorldSize) {
+		st.Set(ctx, keyDone+"/all", []byte{markOK}) //nolint:errcheck // best effort
+	}
+	if s.server != nil {
+		st.Wait(ctx, keyDone+"/all") //nolint:errcheck // a rank that crashed never says done
+	}
 }
 
 // next returns the namespace of the next communicator or barrier.
@@ -427,11 +462,34 @@ func allGather(ctx context.Context, st Store, rank, n int, value []byte) ([][]by
 	if err := st.Set(ctx, strconv.Itoa(rank), value); err != nil {
 		return nil, fmt.Errorf("rendezvous: all-gather: %w", err)
 	}
+	keys := make([]string, n)
+	for r := range keys {
+		keys[r] = strconv.Itoa(r)
+	}
+	wctx, cancel := margin(ctx, rank)
+	defer cancel()
+	if err := st.Wait(wctx, keys...); err != nil {
+		if ctx.Err() == nil && wctx.Err() == nil {
+			return nil, fmt.Errorf("rendezvous: all-gather: %w", err)
+		}
+		x := &exchange{store: st, rank: rank, nranks: n}
+		dctx, dcancel := after(ctx)
+		defer dcancel()
+		missing, err2 := x.missing(dctx, "", n, func(i int) int { return i })
+		if err2 != nil || len(missing) == 0 {
+			return nil, fmt.Errorf("rendezvous: all-gather: %w", errors.Join(err, err2))
+		}
+		cause := ctx.Err()
+		if cause == nil {
+			cause = context.DeadlineExceeded
+		}
+		return nil, &MissingError{Missing: missing, WorldSize: n, What: "joined the all-gather", Err: cause}
+	}
 	out := make([][]byte, n)
 	for r := range out {
-		v, err := st.Get(ctx, strconv.Itoa(r))
+		v, err := st.Get(ctx, keys[r])
 		if err != nil {
-			return nil, fmt.Errorf("rendezvous: all-gather: waiting for rank %d: %w", r, err)
+			return nil, fmt.Errorf("rendezvous: all-gather: reading rank %d's value: %w", r, err)
 		}
 		out[r] = v
 	}
@@ -447,26 +505,10 @@ func Init(ctx context.Context, opts *Options) (*nccl.Communicator, *Job, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	defer s.Close()
+	defer s.Close() // on the rank hosting the store: once every rank has closed
 	comm, err := s.Communicator(ctx, nil)
-	s.leave(ctx)
 	if err != nil {
 		return nil, s.Job, err
 	}
 	return comm, s.Job, nil
-}
-
-// leave tells the store this rank is done; the rank hosting the server
-// waits (within ctx) for every rank to say so before closing it.
-func (s *Session) leave(ctx context.Context) {
-	lctx, cancel := after(ctx)
-	defer cancel()
-	st := WithPrefix(s.store, s.name)
-	n, err := st.Add(lctx, keyDone, 1)
-	if err == nil && n == int64(s.Job.WorldSize) {
-		st.Set(lctx, keyDone+"/all", []byte{markOK}) //nolint:errcheck
-	}
-	if s.server != nil && err == nil {
-		st.Wait(lctx, keyDone+"/all") //nolint:errcheck // a rank that crashed never says done
-	}
 }

@@ -85,7 +85,11 @@ func encodeFailure(rank int, err error) []byte {
 		for i, r := range me.Missing {
 			parts[i] = strconv.Itoa(r)
 		}
-		return []byte(fmt.Sprintf("%cm%s|%d|%s", markFailed, me.What, me.WorldSize, strings.Join(parts, ",")))
+		cause := "d"
+		if errors.Is(me.Err, context.Canceled) {
+			cause = "c"
+		}
+		return []byte(fmt.Sprintf("%cm%s%s|%d|%s", markFailed, cause, me.What, me.WorldSize, strings.Join(parts, ",")))
 	}
 	return []byte(string(markFailed) + strconv.Itoa(rank) + ":" + err.Error())
 }
@@ -93,11 +97,15 @@ func encodeFailure(rank int, err error) []byte {
 // decodeFailure reads what encodeFailure wrote.
 func decodeFailure(v []byte) error {
 	s := string(v[1:])
-	if rest, ok := strings.CutPrefix(s, "m"); ok {
-		f := strings.Split(rest, "|")
+	if rest, ok := strings.CutPrefix(s, "m"); ok && len(rest) > 0 {
+		cause := context.DeadlineExceeded
+		if rest[0] == 'c' {
+			cause = context.Canceled
+		}
+		f := strings.Split(rest[1:], "|")
 		if len(f) == 3 {
 			n, err := strconv.Atoi(f[1])
-			me := &MissingError{What: f[0], WorldSize: n, Err: context.DeadlineExceeded}
+			me := &MissingError{What: f[0], WorldSize: n, Err: cause}
 			for _, r := range strings.Split(f[2], ",") {
 				k, err2 := strconv.Atoi(r)
 				err = errors.Join(err, err2)
