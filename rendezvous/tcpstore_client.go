@@ -89,6 +89,7 @@ type TCPStore struct {
 
 	mu     sync.Mutex
 	idle   []*clientConn
+	live   map[*clientConn]struct{} // every open connection, idle or in use
 	closed bool
 	nonce  atomic.Uint32
 }
@@ -117,7 +118,7 @@ func Dial(ctx context.Context, addr string, opts *DialOptions) (*TCPStore, error
 	if o.MaxIdleConns <= 0 {
 		o.MaxIdleConns = defaultMaxIdleConns
 	}
-	s := &TCPStore{addr: addr, opts: o}
+	s := &TCPStore{addr: addr, opts: o, live: make(map[*clientConn]struct{})}
 	if o.Secret != "" {
 		s.secret = []byte(o.Secret)
 	}
@@ -126,7 +127,7 @@ func Dial(ctx context.Context, addr string, opts *DialOptions) (*TCPStore, error
 	if err != nil {
 		return nil, err
 	}
-	s.idle = append(s.idle, c)
+	s.put(c)
 	return s, nil
 }
 
@@ -142,11 +143,20 @@ func (s *TCPStore) Close() error {
 		return nil
 	}
 	s.closed = true
-	for _, c := range s.idle {
+	for c := range s.live {
 		c.nc.Close()
 	}
 	s.idle = nil
+	s.live = nil
 	return nil
+}
+
+// discard closes a connection that is out of step or not wanted.
+func (s *TCPStore) discard(c *clientConn) {
+	s.mu.Lock()
+	delete(s.live, c)
+	s.mu.Unlock()
+	c.nc.Close()
 }
 
 // clientConn is one connection to the server, used by one call at a time.
@@ -178,7 +188,18 @@ func (s *TCPStore) get(ctx context.Context) (*clientConn, error) {
 		return c, nil
 	}
 	s.mu.Unlock()
-	return s.dial(ctx)
+	c, err := s.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.nc.Close()
+		return nil, ErrClosed
+	}
+	s.live[c] = struct{}{}
+	return c, nil
 }
 
 // put returns a healthy connection for reuse.
@@ -186,7 +207,10 @@ func (s *TCPStore) put(c *clientConn) {
 	s.mu.Lock()
 	if !s.closed && len(s.idle) < s.opts.MaxIdleConns {
 		s.idle = append(s.idle, c)
+		s.live[c] = struct{}{}
 		c = nil
+	} else if !s.closed {
+		delete(s.live, c)
 	}
 	s.mu.Unlock()
 	if c != nil {
@@ -425,7 +449,7 @@ func (s *TCPStore) op(ctx context.Context, name, key string, f func(c *clientCon
 	if healthy {
 		s.put(c)
 	} else {
-		c.nc.Close()
+		s.discard(c)
 	}
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {

@@ -101,7 +101,40 @@ func (o *ServerOptions) normalized() ServerOptions {
 //
 // A connection that sends something that is not the protocol, breaks a limit,
 // or stops in the middle of a message is closed; the others are not affected
-// and nothing stored is lost.
+// and nothing stored is lost. Connections (MaxConns), request sizes, the bytes
+// of requests being read (MaxPendingBytes) and the bytes stored
+// (MaxStoreBytes) are bounded.
+//
+// # Compatible mode and secret mode
+//
+// Without a Secret the server is torch-compatible: any client that speaks the
+// protocol may read and write every key, as with torch's own TCPStore (which
+// has no authentication at all). Use it where torch's ranks must join, or to
+// join torch's store from Go (Dial without a Secret, under a WithPrefix of the
+// job's own).
+//
+// With a Secret (a Go-only job; the launcher makes one per job and passes it
+// in the environment) a client must first prove it knows the secret: its
+// first message is VALIDATE with nccl4go's magic 0x4E344701 instead of
+// torch's 0x3C85F7CE, carrying a 16-byte random challenge; the server answers
+// with a challenge of its own; the client sends HMAC-SHA256(secret, "nccl4go
+// store client" | its challenge | the server's), and the server answers
+// HMAC-SHA256(secret, "nccl4go store server" | ...) so the client knows the
+// server holds the secret too. The secret never crosses the wire; the traffic
+// after it is not encrypted. A torch client never sends that first message: it
+// sends torch's VALIDATE, which such a server refuses (its PING is answered
+// with 0xFFFFFFFF and the connection closed, which torch reports as a failed
+// ping). A client without the secret, or with another, gets nothing.
+//
+// # Extensions
+//
+// A client of this package says hello with a PING whose nonce has the top
+// bit set (torch's client sends its process id, which never has it). This
+// server answers with bit 30 flipped, torch's echoes the nonce; on a
+// connection that said hello the server also serves WAIT_GET (command 0x80),
+// a Get in one round trip instead of torch's WAIT then GET. Nothing changes for
+// torch's clients, and this package's client falls back to WAIT then GET on
+// torch's servers.
 type Server struct {
 	ln      net.Listener
 	opts    ServerOptions

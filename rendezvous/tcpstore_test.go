@@ -51,8 +51,20 @@ func TestTCPStoreSemantics(t *testing.T) {
 func TestTCPStoreClose(t *testing.T) {
 	srv := startServer(t, nil)
 	c := dialTest(t, srv, nil)
+	// A Wait in flight ends when the client closes.
+	errc := make(chan error, 1)
+	go func() { errc <- c.Wait(context.Background(), "never") }()
+	time.Sleep(20 * time.Millisecond)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("Wait in flight at Close = %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end a Wait in flight")
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
