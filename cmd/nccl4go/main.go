@@ -9,6 +9,8 @@
 //	nccl4go perf TEST [nccl-tests flags] [-json] [-csv F] [-plot F.png]
 //	                                           bandwidth and latency, as nccl-tests prints them
 //	nccl4go perf compare A.json B.json ...     compare saved runs (ours or nccl-tests')
+//	nccl4go trace analyze [-json] DUMP|DIR...  read the flight recorder's dumps of all ranks
+//	                                           and say where they disagree, who is behind
 //	nccl4go run   -n N [-nnodes M -node-rank K -master-addr A -master-port P] PROGRAM [ARGS...]
 //	                                           start N ranks of PROGRAM (torchrun's variables,
 //	                                           a store for rendezvous.Init), prefix their
@@ -74,6 +76,7 @@ var commands = []command{
 	{"info", "show the NCCL library, CUDA driver and GPUs found, or what is missing", runInfo},
 	{"probe", "create a communicator over the GPUs and show each rank's capabilities", runProbe},
 	{"perf", "measure bandwidth and latency as nccl-tests does (perf TEST, perf compare)", runPerf},
+	{"trace", "read the flight recorder's dumps of all ranks and say what went wrong (trace analyze)", runTrace},
 	{"run", "start N ranks of a program on this machine, torchrun-style, and supervise them", runCmd},
 	{"trace", "read the flight recorder's dumps of all ranks and say what went wrong (trace analyze)", runTrace},
 }
