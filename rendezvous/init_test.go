@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"strings"
 	"sync"
@@ -342,5 +343,42 @@ func TestOpenBadJob(t *testing.T) {
 	_, err := Open(context.Background(), &Options{Job: &Job{Rank: 2, WorldSize: 2}})
 	if err == nil {
 		t.Fatal("no error")
+	}
+}
+
+// Something that is not a store on the store's port: the rank fails with
+// an error instead of hanging.
+func TestOpenGarbageStore(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n garbage garbage garbage"))
+			time.Sleep(50 * time.Millisecond)
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	job := &Job{Launcher: LauncherNCCL4Go, Rank: 1, WorldSize: 2, LocalWorldSize: 1, StoreAddr: l.Addr().String()}
+	s, err := Open(ctx, &Options{Job: job})
+	if err == nil {
+		err = s.Barrier(ctx)
+		s.Close()
+	}
+	t.Logf("%v after %v", err, time.Since(start))
+	if err == nil || !errors.Is(err, ErrProtocol) {
+		t.Fatalf("error %v does not say the store spoke another protocol", err)
+	}
+	if time.Since(start) > 4*time.Second {
+		t.Errorf("took %v", time.Since(start))
 	}
 }
