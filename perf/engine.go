@@ -176,7 +176,7 @@ func (b *bench) setup() (*Header, error) {
 	if err != nil {
 		return nil, &RunError{"NCCL version", err}
 	}
-	h := &Header{Program: b.coll.program, Options: *o, NRanks: n, NCCLVersion: int(rel), ABIVersion: int(nccl.ABIRelease)}
+	h := &Header{Program: b.coll.program, Options: *o, NRanks: n, LocalRanks: len(b.ranks), NCCLVersion: int(rel), ABIVersion: int(nccl.ABIRelease)}
 	if h.Devices, err = b.devices(); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ type Header struct {
 	Program     string // nccl-tests' binary name, e.g. "all_reduce_perf"
 	Options     Options
 	NRanks      int
+	LocalRanks  int // ranks of this process (nccl-tests' nGpus)
 	NCCLVersion int // ncclGetVersion of the loaded library, e.g. 23007
 	ABIVersion  int // the NCCL release the binding's declarations match
 	Devices     []DeviceInfo
@@ -215,6 +216,9 @@ func (t *TableWriter) Begin(h *Header) {
 
 // localGPUs is the nGpus of the header line: GPUs per process.
 func (h *Header) localGPUs() int {
+	if h.LocalRanks > 0 {
+		return h.LocalRanks
+	}
 	if len(h.Options.Devices) > 0 {
 		return len(h.Options.Devices)
 	}
