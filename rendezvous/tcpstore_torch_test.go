@@ -20,19 +20,23 @@ func torchPython(t *testing.T) string {
 	if py == "" {
 		t.Skip("set NCCL4GO_TORCH_PYTHON to a python with torch to test interop with torch's TCPStore")
 	}
-	script, err := filepath.Abs(filepath.Join("testdata", "torch_interop.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(script); err != nil {
-		t.Fatalf("interop script: %v", err)
+	if interopScript() == "" {
+		t.Fatal("testdata/torch_interop.py not found: run the test from the repository root or rendezvous/")
 	}
 	return py
 }
 
+// interopScript finds the script from the package directory (go test) or the
+// repository root (a test binary run there).
 func interopScript() string {
-	s, _ := filepath.Abs(filepath.Join("testdata", "torch_interop.py"))
-	return s
+	for _, p := range []string{filepath.Join("testdata", "torch_interop.py"), filepath.Join("rendezvous", "testdata", "torch_interop.py")} {
+		if abs, err := filepath.Abs(p); err == nil {
+			if _, err := os.Stat(abs); err == nil {
+				return abs
+			}
+		}
+	}
+	return ""
 }
 
 // checkScript fails the test for FAIL lines or a bad exit.
