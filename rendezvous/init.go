@@ -160,17 +160,12 @@ func (s *Session) connect(ctx context.Context) error {
 					err, j.MasterPort)
 			}
 			s.server = srv
-			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(j.MasterPort))
+			s.store = srv.Local() // the server's own table, no connection to itself
+			break
 		}
 		st, err := Dial(ctx, addr, s.dialOptions(ctx))
 		if err != nil {
-			if s.server != nil {
-				s.server.Close()
-			}
-			if j.Rank != 0 {
-				return fmt.Errorf("rendezvous: rank %d: connecting to the store rank 0 hosts: %w", j.Rank, err)
-			}
-			return fmt.Errorf("rendezvous: rank 0: connecting to its own store: %w", err)
+			return fmt.Errorf("rendezvous: rank %d: connecting to the store rank 0 hosts: %w", j.Rank, err)
 		}
 		s.store = st
 	}
