@@ -51,7 +51,7 @@
 //	time_ns         when the dump was taken, Unix nanoseconds
 //	clock           "counter" or "mono": what measured the times below
 //	buffer_entries  entries each communicator's ring holds
-//	recorded        operations recorded since the process started (all communicators)
+//	recorded        operations recorded into the rings of the communicators listed, in all
 //	note            a problem with the configuration (e.g. an unreadable NCCL4GO_TRACE_BUFFER)
 //	comms           the registered communicators:
 //	  id                  number the entries refer to (per process)
