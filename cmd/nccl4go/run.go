@@ -249,7 +249,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // supervise starts the ranks, stops them all on the first failure or a
 // signal, and reports.
 func supervise(ctx context.Context, f *runFlags, procs []*rankProc, stderr io.Writer) error {
-	type exit struct{ p *rankProc }
+	type exit struct {
+		p     *rankProc
+		state *os.ProcessState
+		err   error
+		end   time.Time
+	}
 	done := make(chan exit, len(procs))
 	sigs, stopSignals := notifySignals()
 	defer stopSignals()
@@ -262,11 +267,9 @@ func supervise(ctx context.Context, f *runFlags, procs []*rankProc, stderr io.Wr
 			break
 		}
 		started++
-		go func() {
-			p.waitErr = p.cmd.Wait()
-			p.end = time.Now()
-			p.state = p.cmd.ProcessState
-			done <- exit{p}
+		go func() { // only the loop below touches p's fields
+			err := p.cmd.Wait()
+			done <- exit{p: p, state: p.cmd.ProcessState, err: err, end: time.Now()}
 		}()
 	}
 	var first *rankProc // the first rank that failed
@@ -289,6 +292,7 @@ func supervise(ctx context.Context, f *runFlags, procs []*rankProc, stderr io.Wr
 		case e := <-done:
 			running--
 			p := e.p
+			p.state, p.waitErr, p.end = e.state, e.err, e.end
 			if p.out != nil {
 				p.out.flush()
 				p.errw.flush()
