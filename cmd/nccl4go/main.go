@@ -6,6 +6,18 @@
 //	nccl4go probe [-json] [-devices 0,1,...] [-timeout 60s]
 //	                                           create a communicator over the GPUs and show
 //	                                           what each rank can do
+//	nccl4go perf TEST [nccl-tests flags] [-json] [-csv F] [-plot F.png]
+//	                                           bandwidth and latency, as nccl-tests prints them
+//	nccl4go perf compare A.json B.json ...     compare saved runs (ours or nccl-tests')
+//	nccl4go trace analyze [-json] DUMP|DIR...  read the flight recorder's dumps of all ranks
+//	                                           and say where they disagree, who is behind
+//	nccl4go run   -n N [-nnodes M -node-rank K -master-addr A -master-port P] PROGRAM [ARGS...]
+//	                                           start N ranks of PROGRAM (torchrun's variables,
+//	                                           a store for rendezvous.Init), prefix their
+//	                                           output, stop all on the first failure and exit
+//	                                           with its status
+//	nccl4go trace analyze [-json] DUMP|DIR...  read the flight recorder's dumps of all ranks
+//	                                           and say where they disagree, who is behind
 //
 // info is a diagnosis: where NCCL, the CUDA driver or a GPU is missing it says
 // so, and how to fix it, and still exits 0. probe fails (exit 1) with the same
@@ -63,6 +75,10 @@ type command struct {
 var commands = []command{
 	{"info", "show the NCCL library, CUDA driver and GPUs found, or what is missing", runInfo},
 	{"probe", "create a communicator over the GPUs and show each rank's capabilities", runProbe},
+	{"perf", "measure bandwidth and latency as nccl-tests does (perf TEST, perf compare)", runPerf},
+	{"trace", "read the flight recorder's dumps of all ranks and say what went wrong (trace analyze)", runTrace},
+	{"run", "start N ranks of a program on this machine, torchrun-style, and supervise them", runCmd},
+	{"trace", "read the flight recorder's dumps of all ranks and say what went wrong (trace analyze)", runTrace},
 }
 
 // usageError is a bad command line; usage, when set, prints the relevant help.

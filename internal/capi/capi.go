@@ -817,3 +817,53 @@ func GroupTake() []uintptr {
 	}
 	return out
 }
+
+// ---------------------------------------------------------------------------
+// CUDA graphs: stream capture, instantiate, launch (cuda/graph.go). Every
+// symbol is optional: a driver without one returns Missing.
+
+func CuStreamBeginCapture(ctx, s uintptr, mode int32) int32 {
+	return int32(C.capi_cuStreamBeginCapture_v2(C.uintptr_t(ctx), C.uintptr_t(s), C.int(mode)))
+}
+
+func CuStreamEndCapture(ctx, s uintptr) (uintptr, int32) {
+	var g C.uintptr_t
+	r := C.capi_cuStreamEndCapture(C.uintptr_t(ctx), C.uintptr_t(s), &g)
+	return uintptr(g), int32(r)
+}
+
+func CuStreamIsCapturing(ctx, s uintptr) (int32, int32) {
+	var st C.int
+	r := C.capi_cuStreamIsCapturing(C.uintptr_t(ctx), C.uintptr_t(s), &st)
+	return int32(st), int32(r)
+}
+
+// CuStreamGetCaptureInfo asks cuStreamGetCaptureInfo_v3 (CUDA 12.3), else
+// cuStreamGetCaptureInfo_v2 (CUDA 11.3), for the capture status and id.
+func CuStreamGetCaptureInfo(ctx, s uintptr) (status int32, id uint64, r int32) {
+	var st C.int
+	var cid C.uint64_t
+	r = int32(C.capi_cuStreamGetCaptureInfo_v3(C.uintptr_t(ctx), C.uintptr_t(s), &st, &cid))
+	if r == Missing {
+		r = int32(C.capi_cuStreamGetCaptureInfo_v2(C.uintptr_t(ctx), C.uintptr_t(s), &st, &cid))
+	}
+	return int32(st), uint64(cid), r
+}
+
+func CuGraphInstantiate(ctx, g uintptr, flags uint64) (uintptr, int32) {
+	var e C.uintptr_t
+	r := C.capi_cuGraphInstantiateWithFlags(C.uintptr_t(ctx), &e, C.uintptr_t(g), C.ulonglong(flags))
+	return uintptr(e), int32(r)
+}
+
+func CuGraphLaunch(ctx, e, s uintptr) int32 {
+	return int32(C.capi_cuGraphLaunch(C.uintptr_t(ctx), C.uintptr_t(e), C.uintptr_t(s)))
+}
+
+func CuGraphExecDestroy(ctx, e uintptr) int32 {
+	return int32(C.capi_cuGraphExecDestroy(C.uintptr_t(ctx), C.uintptr_t(e)))
+}
+
+func CuGraphDestroy(ctx, g uintptr) int32 {
+	return int32(C.capi_cuGraphDestroy(C.uintptr_t(ctx), C.uintptr_t(g)))
+}

@@ -305,7 +305,16 @@ enum {
 	X(cuMemcpyHtoDAsync_v2, (uintptr_t dst, const void *src, size_t n, uintptr_t stream), (dst, src, n, (void *)stream)) \
 	X(cuMemcpyDtoHAsync_v2, (void *dst, uintptr_t src, size_t n, uintptr_t stream), (dst, src, n, (void *)stream)) \
 	X(cuMemcpyDtoDAsync_v2, (uintptr_t dst, uintptr_t src, size_t n, uintptr_t stream), (dst, src, n, (void *)stream)) \
-	X(cuPointerGetAttribute, (void *data, int attr, uintptr_t ptr), (data, attr, ptr))
+	X(cuPointerGetAttribute, (void *data, int attr, uintptr_t ptr), (data, attr, ptr))                 \
+	X(cuStreamBeginCapture_v2, (uintptr_t stream, int mode), ((void *)stream, mode))                    \
+	X(cuStreamEndCapture, (uintptr_t stream, uintptr_t * graph), ((void *)stream, (void **)graph))      \
+	X(cuStreamIsCapturing, (uintptr_t stream, int *status), ((void *)stream, status))                   \
+	X(cuStreamGetCaptureInfo_v3, (uintptr_t stream, int *status, uint64_t *id), ((void *)stream, status, id, NULL, NULL, NULL, NULL)) \
+	X(cuStreamGetCaptureInfo_v2, (uintptr_t stream, int *status, uint64_t *id), ((void *)stream, status, id, NULL, NULL, NULL)) \
+	X(cuGraphInstantiateWithFlags, (uintptr_t * exec, uintptr_t graph, unsigned long long flags), ((void **)exec, (void *)graph, flags)) \
+	X(cuGraphLaunch, (uintptr_t exec, uintptr_t stream), ((void *)exec, (void *)stream))                \
+	X(cuGraphExecDestroy, (uintptr_t exec), ((void *)exec))                                             \
+	X(cuGraphDestroy, (uintptr_t graph), ((void *)graph))
 
 // CUDA functions resolved but called only from inside the shim.
 #define CAPI_CUDA_INTERNAL_FUNCS(X) \

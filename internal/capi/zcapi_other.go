@@ -536,6 +536,40 @@ func GroupTake() []uintptr {
 	return *new([]uintptr)
 }
 
+func CuStreamBeginCapture(ctx, s uintptr, mode int32) int32 {
+	return NotLoaded
+}
+
+func CuStreamEndCapture(ctx, s uintptr) (uintptr, int32) {
+	return *new(uintptr), NotLoaded
+}
+
+func CuStreamIsCapturing(ctx, s uintptr) (int32, int32) {
+	return *new(int32), NotLoaded
+}
+
+// CuStreamGetCaptureInfo asks cuStreamGetCaptureInfo_v3 (CUDA 12.3), else
+// cuStreamGetCaptureInfo_v2 (CUDA 11.3), for the capture status and id.
+func CuStreamGetCaptureInfo(ctx, s uintptr) (status int32, id uint64, r int32) {
+	return *new(int32), *new(uint64), NotLoaded
+}
+
+func CuGraphInstantiate(ctx, g uintptr, flags uint64) (uintptr, int32) {
+	return *new(uintptr), NotLoaded
+}
+
+func CuGraphLaunch(ctx, e, s uintptr) int32 {
+	return NotLoaded
+}
+
+func CuGraphExecDestroy(ctx, e uintptr) int32 {
+	return NotLoaded
+}
+
+func CuGraphDestroy(ctx, g uintptr) int32 {
+	return NotLoaded
+}
+
 // CommQueryProperties calls ncclCommQueryProperties declaring version, with
 // the 40-byte 2.29.2 layout (narrow) or the 56-byte 2.29.7 layout.
 func CommQueryProperties(comm uintptr, version uint32, narrow bool) (Props, Status) {

@@ -883,3 +883,241 @@ EXPORT int fakecuda_free(uintptr_t ptr) {
 	pthread_mutex_unlock(&mu);
 	return r;
 }
+
+// ---------------------------------------------------------------------------
+// CUDA graphs: stream capture, instantiate, launch. Work in the fake runs
+// when it is enqueued, so capture records nothing: a captured operation has
+// already run once when the capture ends, and cuGraphLaunch checks its
+// arguments and counts the launch but does no work. The capture state of
+// each stream is kept apart from struct stream (a list of its own), so the
+// functions above are unchanged.
+
+enum {
+	CUDA_ERROR_ILLEGAL_STATE_ = 401,
+	CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED_ = 900,
+	CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD_ = 908,
+	CAPTURE_MODE_RELAXED_ = 2,
+};
+
+struct capture {
+	void *stream;
+	int active;
+	int mode;
+	unsigned long long id;
+	pthread_t thread;
+	struct capture *next;
+};
+
+struct fake_graph {
+	int alive;
+	int exec; // 1: a CUgraphExec, 0: a CUgraph
+	int device;
+	struct fake_graph *next;
+};
+
+static struct capture *captures;
+static struct fake_graph *graphs;
+static unsigned long long capture_ids;
+static long graph_launches;
+
+static struct capture *lookup_capture_locked(void *stream) {
+	for (struct capture *c = captures; c; c = c->next) {
+		if (c->stream == stream) {
+			return c;
+		}
+	}
+	return NULL;
+}
+
+static struct fake_graph *lookup_graph_locked(void *h, int exec) {
+	for (struct fake_graph *g = graphs; g; g = g->next) {
+		if ((void *)g == h) {
+			return (g->alive && g->exec == exec) ? g : NULL;
+		}
+	}
+	return NULL;
+}
+
+static struct fake_graph *new_graph_locked(int exec, int device) {
+	struct fake_graph *g = calloc(1, sizeof *g);
+	if (!g) {
+		return NULL;
+	}
+	g->alive = 1;
+	g->exec = exec;
+	g->device = device;
+	g->next = graphs;
+	graphs = g;
+	return g;
+}
+
+// The legacy default stream cannot be captured.
+EXPORT int cuStreamBeginCapture_v2(void *stream, int mode) {
+	REQUIRE_INIT();
+	if (mode < 0 || mode > CAPTURE_MODE_RELAXED_) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!stream) {
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED_;
+	}
+	int r = check_stream(stream);
+	if (r) {
+		return r;
+	}
+	pthread_mutex_lock(&mu);
+	struct capture *c = lookup_capture_locked(stream);
+	if (c && c->active) {
+		pthread_mutex_unlock(&mu);
+		return CUDA_ERROR_ILLEGAL_STATE_;
+	}
+	if (!c) {
+		c = calloc(1, sizeof *c);
+		if (!c) {
+			pthread_mutex_unlock(&mu);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		c->stream = stream;
+		c->next = captures;
+		captures = c;
+	}
+	c->active = 1;
+	c->mode = mode;
+	c->id = ++capture_ids;
+	c->thread = pthread_self();
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+// cuStreamEndCapture: from the thread that began, unless the mode was relaxed.
+EXPORT int cuStreamEndCapture(void *stream, void **graph) {
+	REQUIRE_INIT();
+	if (!graph) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	int r = check_stream(stream);
+	if (r) {
+		return r;
+	}
+	pthread_mutex_lock(&mu);
+	struct capture *c = stream ? lookup_capture_locked(stream) : NULL;
+	if (!c || !c->active) {
+		r = CUDA_ERROR_ILLEGAL_STATE_;
+	} else if (c->mode != CAPTURE_MODE_RELAXED_ && !pthread_equal(c->thread, pthread_self())) {
+		r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD_;
+	} else {
+		struct stream *s = lookup_stream_locked(stream);
+		struct fake_graph *g = new_graph_locked(0, s ? s->device : 0);
+		if (!g) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			c->active = 0;
+			*graph = g;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuStreamIsCapturing(void *stream, int *status) {
+	REQUIRE_INIT();
+	if (!status) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!stream && !current) {
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	int r = check_stream(stream);
+	if (r) {
+		return r;
+	}
+	pthread_mutex_lock(&mu);
+	struct capture *c = stream ? lookup_capture_locked(stream) : NULL;
+	*status = (c && c->active) ? 1 : 0; // CU_STREAM_CAPTURE_STATUS_ACTIVE, _NONE
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+static int capture_info(void *stream, int *status, unsigned long long *id) {
+	if (!status) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	int r = cuStreamIsCapturing(stream, status);
+	if (r == CUDA_SUCCESS && id && *status) {
+		pthread_mutex_lock(&mu);
+		*id = lookup_capture_locked(stream)->id;
+		pthread_mutex_unlock(&mu);
+	}
+	return r;
+}
+
+EXPORT int cuStreamGetCaptureInfo_v2(void *stream, int *status, unsigned long long *id, void **graph,
+				     const void **deps, size_t *ndeps) {
+	(void)graph, (void)deps, (void)ndeps;
+	return capture_info(stream, status, id);
+}
+
+EXPORT int cuStreamGetCaptureInfo_v3(void *stream, int *status, unsigned long long *id, void **graph,
+				     const void **deps, const void **edges, size_t *ndeps) {
+	(void)graph, (void)deps, (void)edges, (void)ndeps;
+	return capture_info(stream, status, id);
+}
+
+EXPORT int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+	REQUIRE_CONTEXT();
+	if (!exec || flags > 0xf) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	struct fake_graph *g = lookup_graph_locked(graph, 0);
+	int r = CUDA_ERROR_INVALID_VALUE;
+	if (g) {
+		struct fake_graph *e = new_graph_locked(1, g->device);
+		r = e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+		if (e) {
+			*exec = e;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuGraphLaunch(void *exec, void *stream) {
+	REQUIRE_INIT();
+	if (!stream && !current) {
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	int r = check_stream(stream);
+	if (r) {
+		return r;
+	}
+	pthread_mutex_lock(&mu);
+	struct fake_graph *e = lookup_graph_locked(exec, 1);
+	if (e) {
+		graph_launches++;
+	}
+	pthread_mutex_unlock(&mu);
+	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static int destroy_graph(void *h, int exec) {
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	struct fake_graph *g = lookup_graph_locked(h, exec);
+	if (g) {
+		g->alive = 0;
+	}
+	pthread_mutex_unlock(&mu);
+	return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT int cuGraphExecDestroy(void *exec) { return destroy_graph(exec, 1); }
+
+EXPORT int cuGraphDestroy(void *graph) { return destroy_graph(graph, 0); }
+
+// fakecuda_graph_launches counts the successful cuGraphLaunch calls.
+EXPORT long fakecuda_graph_launches(void) {
+	pthread_mutex_lock(&mu);
+	long n = graph_launches;
+	pthread_mutex_unlock(&mu);
+	return n;
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"image/png"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nccl4go/nccl/internal/faketest"
+	"github.com/nccl4go/nccl/perf"
+)
+
+func TestPerfFlags(t *testing.T) {
+	p := newPerfFlags()
+	tests, err := p.parse(strings.Fields("all_reduce_perf -b8 -e 128M -f 2 --iters 5 -w 3 -m 2 -c 0 -o avg -d half -z 2 -T 10 -a 3 -C 1 -y 0 -N 2 --devices 0,0"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(tests, []string{"all_reduce"}) {
+		t.Errorf("tests %v", tests)
+	}
+	o := p.o
+	want := perf.Options{Test: "", GPUs: 1, Devices: []int{0, 0}, MinBytes: 8, MaxBytes: 128 << 20, StepBytes: 1 << 20, StepFactor: 2,
+		Iters: 5, Warmup: 3, AggIters: 2, Cycles: 2, Check: 0, Op: "avg", Type: "half", Root: 0, Blocking: 2,
+		Timeout: 10 * time.Second, Average: 3, CPUTime: true}
+	if !reflect.DeepEqual(o, want) {
+		t.Errorf("options\n got %+v\nwant %+v", o, want)
+	}
+	// TEST after the flags, long names with =, root all, test all.
+	p = newPerfFlags()
+	tests, err = p.parse([]string{"--minbytes=1K", "-r", "all", "-G", "3", "all"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tests) != len(perf.Tests()) || p.o.MinBytes != 1024 || p.o.Root != -1 || p.o.Graph != 3 {
+		t.Errorf("tests %v, options %+v", tests, p.o)
+	}
+	for _, bad := range [][]string{
+		{},                                     // no test
+		{"nope"},                               // unknown test
+		{"all_reduce", "-t", "2"},              // threads
+		{"all_reduce", "-R", "1"},              // registration
+		{"all_reduce", "-b", "12X"},            // size
+		{"all_reduce", "-b", "2M", "-e", "1M"}, // min > max
+		{"all_reduce", "-d", "float128"},       // type
+		{"all_reduce", "-o", "xor"},            // op
+		{"all_reduce", "-G", "1", "-z", "1"},   // graph and blocking
+		{"all_reduce", "-plot", "x.pdf"},       // plot format
+		{"all_reduce", "extra", "-n", "1", "more"},
+	} {
+		p := newPerfFlags()
+		_, err := p.parse(bad, &bytes.Buffer{})
+		var ue *usageError
+		if err == nil || !asUsage(err, &ue) {
+			t.Errorf("%q: %v, want a usage error", bad, err)
+		}
+	}
+	p = newPerfFlags()
+	var help bytes.Buffer
+	if _, err := p.parse([]string{"-h"}, &help); err != flag.ErrHelp || !strings.Contains(help.String(), "-stepfactor") {
+		t.Errorf("-h: %v\n%s", err, help.String())
+	}
+}
+
+func asUsage(err error, ue **usageError) bool {
+	u, ok := err.(*usageError)
+	*ue = u
+	return ok
+}
+
+func TestSplitShort(t *testing.T) {
+	p := newPerfFlags()
+	got := splitShort(p.fs.FlagSet, []string{"-b8", "-e128M", "-json", "-csv", "x", "--iters=3", "-n", "2", "--", "-b9"})
+	want := []string{"-b", "8", "-e", "128M", "-json", "-csv", "x", "--iters=3", "-n", "2", "--", "-b9"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("splitShort = %q", got)
+	}
+}
+
+func TestFakePerf(t *testing.T) {
+	dir := t.TempDir()
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		js := filepath.Join(dir, "run.json")
+		csvPath := filepath.Join(dir, "run.csv")
+		plot := filepath.Join(dir, "run.png")
+		out, _, err := runCLI(t, "perf", "all_reduce", "-b", "8", "-e", "64K", "-f", "4", "-n", "3", "-J", js, "-csv", csvPath, "-plot", plot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"# Writing JSON output to " + js, "# Collective test starting: all_reduce_perf",
+			"# Out of bounds values : 0 OK", "# Collective test concluded: all_reduce_perf"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q", want)
+			}
+		}
+		s, err := perf.ReadJSONFile(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Test != "all_reduce" || len(s.Rows) != 7 || s.Rows[6].Size != 32768 {
+			t.Errorf("JSON series: test %q, %d rows", s.Test, len(s.Rows))
+		}
+		f, err := os.Open(plot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.Decode(f); err != nil {
+			t.Errorf("plot is not a PNG: %v", err)
+		}
+		f.Close()
+		csvText, _ := os.ReadFile(csvPath)
+		if lines := strings.Split(strings.TrimSpace(string(csvText)), "\n"); len(lines) != 8 || !strings.HasPrefix(lines[1], "all_reduce,1,8,2,float,sum,-1,") {
+			t.Errorf("CSV:\n%s", csvText)
+		}
+		// A second run to the same -J path goes to path.0, as nccl-tests does.
+		out, _, err = runCLI(t, "perf", "sendrecv", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2", "-J", js)
+		if err != nil || !strings.Contains(out, "# Writing JSON output to "+js+".0") {
+			t.Fatalf("second run: %v", err)
+		}
+		out, _, err = runCLI(t, "perf", "compare", js, js+".0", "-plot", filepath.Join(dir, "cmp.svg"))
+		if err != nil || !strings.Contains(out, "# A: "+js) {
+			t.Errorf("compare: %v\n%s", err, out)
+		}
+		// -json summary
+		out, _, err = runCLI(t, "perf", "reduce_scatter", "-b", "1K", "-e", "1K", "-n", "1", "-json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum perfSummary
+		if err := json.Unmarshal([]byte(out), &sum); err != nil || !sum.OK || len(sum.Tests) != 1 || sum.Tests[0].Rows != 1 {
+			t.Errorf("summary %+v: %v\n%s", sum, err, out)
+		}
+	})
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nccl4go/nccl/trace"
+)
+
+// hangDumps is a recorded hang (see trace's TestHangTestdata): rank 2 of 4
+// never enqueued AllReduce #17 on "world"; it is stuck in a Send on "pp".
+var hangDumps = filepath.Join("..", "..", "trace", "testdata", "hang")
+
+func runTraceCLI(args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	err := run(context.Background(), append([]string{"trace"}, args...), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func TestTraceAnalyzeText(t *testing.T) {
+	out, _, err := runTraceCLI("analyze", hangDumps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`communicator "world" (hash 0x00000005eed0f00d, 4 ranks): behind`,
+		"rank 2 of 4 never enqueued AllReduce #17 (1024 float32, sum) that ranks 0, 1 and 3 enqueued",
+		`since then it enqueued Send #1 (4096 bfloat16, to rank 1) on communicator "pp", started`,
+		"rank 0 (node0 pid 1000): enqueued #17, completed #16",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestTraceAnalyzeFilesAndJSON(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(hangDumps, "*.json"))
+	if len(files) != 4 {
+		t.Fatalf("testdata: %v", files)
+	}
+	out, _, err := runTraceCLI(append([]string{"analyze", "-json"}, files...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep trace.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if rep.Dumps != 4 || rep.Comms[0].Verdict != trace.VerdictBehind || rep.Comms[0].Disagreement.Seq != 17 {
+		t.Errorf("report %+v", rep.Comms[0])
+	}
+	// Only three dumps: rank 2's is missing, and the report says so.
+	var three []string
+	for _, f := range files {
+		if !strings.Contains(f, "rank2-") {
+			three = append(three, f)
+		}
+	}
+	out, _, err = runTraceCLI(append([]string{"analyze"}, three...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "no dump from rank 2 of 4") {
+		t.Errorf("output lacks the missing dump:\n%s", out)
+	}
+}
+
+func TestTraceUsage(t *testing.T) {
+	var uerr *usageError
+	for _, args := range [][]string{{}, {"bogus"}, {"analyze"}, {"analyze", "-nope", "x"}} {
+		if _, _, err := runTraceCLI(args...); !errors.As(err, &uerr) {
+			t.Errorf("trace %v: err = %v, want a usage error", args, err)
+		}
+	}
+	if out, _, err := runTraceCLI("analyze", "-h"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "-json") {
+		t.Errorf("analyze -h: %v\n%s", err, out)
+	}
+	if out, _, err := runTraceCLI("help"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "analyze") {
+		t.Errorf("trace help: %v\n%s", err, out)
+	}
+}
+
+func TestTraceAnalyzeBadInput(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := runTraceCLI("analyze", dir); err == nil || !strings.Contains(err.Error(), "no nccl4go-trace-*.json") {
+		t.Errorf("empty directory: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"schema":"other"}`), 0o644)
+	if _, _, err := runTraceCLI("analyze", bad); err == nil || !strings.Contains(err.Error(), "bad.json") {
+		t.Errorf("bad dump: %v", err)
+	}
+	if _, _, err := runTraceCLI("analyze", filepath.Join(dir, "none.json")); err == nil {
+		t.Error("missing file accepted")
+	}
+}

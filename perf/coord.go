@@ -1,0 +1,202 @@
+package perf
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
+)
+
+// How values combine across processes (nccl-tests' -a, plus a sum).
+type reduceKind int
+
+const (
+	reduceRank0 reduceKind = iota
+	reduceMean
+	reduceMin
+	reduceMax
+	reduceSum
+)
+
+func reduceHow(average int) reduceKind { return reduceKind(average) }
+
+// coordinator is what nccl-tests does with MPI: barriers and reductions of
+// host values across the processes of the job, outside the timed regions.
+type coordinator interface {
+	barrier() error
+	reduce(v float64, how reduceKind) (float64, error)
+	gatherDevices(local []DeviceInfo) ([]DeviceInfo, error)
+	close()
+}
+
+// localCoordinator serves a single process.
+type localCoordinator struct{}
+
+func (localCoordinator) barrier() error                                  { return nil }
+func (localCoordinator) reduce(v float64, _ reduceKind) (float64, error) { return v, nil }
+func (localCoordinator) gatherDevices(l []DeviceInfo) ([]DeviceInfo, error) {
+	return l, nil
+}
+func (localCoordinator) close() {}
+
+// ncclCoordinator reduces host values through the job's own communicators,
+// on streams of its own, one small operation at a time.
+type ncclCoordinator struct {
+	b       *bench
+	nprocs  int
+	streams []cuda.Stream
+	vals    []cuda.Slice[float64]
+	slot    []cuda.Slice[uint8]
+	all     []cuda.Slice[uint8]
+}
+
+// deviceSlot is the bytes of one rank's device description.
+const deviceSlot = 1024
+
+func newNCCLCoordinator(b *bench) (*ncclCoordinator, error) {
+	c := &ncclCoordinator{b: b, nprocs: b.world.NProcs}
+	for _, r := range b.ranks {
+		s, err := r.dev.NewStream()
+		if err != nil {
+			c.close()
+			return nil, &RunError{"coordination stream", err}
+		}
+		c.streams = append(c.streams, s)
+		v, err := cuda.Alloc[float64](r.dev, 1)
+		if err != nil {
+			c.close()
+			return nil, &RunError{"coordination buffer", err}
+		}
+		c.vals = append(c.vals, v)
+	}
+	return c, nil
+}
+
+func (c *ncclCoordinator) close() {
+	for _, s := range c.streams {
+		s.Destroy()
+	}
+	for _, v := range c.vals {
+		v.Free()
+	}
+	for _, v := range c.slot {
+		v.Free()
+	}
+	for _, v := range c.all {
+		v.Free()
+	}
+}
+
+func (c *ncclCoordinator) sync() error {
+	var errs []error
+	for _, s := range c.streams {
+		errs = append(errs, s.Synchronize())
+	}
+	return errors.Join(errs...)
+}
+
+func (c *ncclCoordinator) barrier() error {
+	_, err := c.reduce(0, reduceSum)
+	return err
+}
+
+// reduce combines v over processes: every local rank takes part, the
+// first local rank carrying the process's value for sums.
+func (c *ncclCoordinator) reduce(v float64, how reduceKind) (float64, error) {
+	for i := range c.b.ranks {
+		x := v
+		if i > 0 && (how == reduceSum || how == reduceMean) {
+			x = 0
+		}
+		if err := c.vals[i].CopyFromHost([]float64{x}); err != nil {
+			return 0, err
+		}
+	}
+	err := nccl.Group(func() error {
+		for i, r := range c.b.ranks {
+			buf := nccl.BufferOf(c.vals[i])
+			var err error
+			switch how {
+			case reduceRank0:
+				err = r.comm.Broadcast(buf, buf, 0, c.streams[i])
+			case reduceMin:
+				err = r.comm.AllReduce(buf, buf, nccl.Min, c.streams[i])
+			case reduceMax:
+				err = r.comm.AllReduce(buf, buf, nccl.Max, c.streams[i])
+			default:
+				err = r.comm.AllReduce(buf, buf, nccl.Sum, c.streams[i])
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := c.sync(); err != nil {
+		return 0, err
+	}
+	out := []float64{0}
+	if err := c.vals[0].CopyToHost(out); err != nil {
+		return 0, err
+	}
+	if how == reduceMean {
+		out[0] /= float64(c.nprocs)
+	}
+	return out[0], nil
+}
+
+// gatherDevices all-gathers every rank's description (JSON in a fixed
+// slot per rank).
+func (c *ncclCoordinator) gatherDevices(local []DeviceInfo) ([]DeviceInfo, error) {
+	n := c.b.nranks
+	for i, r := range c.b.ranks {
+		js, _ := json.Marshal(local[i])
+		if len(js) > deviceSlot {
+			return nil, fmt.Errorf("device description of %d bytes", len(js))
+		}
+		slot := make([]byte, deviceSlot)
+		copy(slot, js)
+		s, err := cuda.AllocFrom(r.dev, slot)
+		if err != nil {
+			return nil, err
+		}
+		c.slot = append(c.slot, s)
+		a, err := cuda.Alloc[uint8](r.dev, deviceSlot*n)
+		if err != nil {
+			return nil, err
+		}
+		c.all = append(c.all, a)
+	}
+	err := nccl.Group(func() error {
+		for i, r := range c.b.ranks {
+			if err := r.comm.AllGather(nccl.BufferOf(c.slot[i]), nccl.BufferOf(c.all[i]), c.streams[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.sync(); err != nil {
+		return nil, err
+	}
+	raw, err := c.all[0].ToHost()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeviceInfo, n)
+	for r := 0; r < n; r++ {
+		js := bytes.TrimRight(raw[r*deviceSlot:(r+1)*deviceSlot], "\x00")
+		if err := json.Unmarshal(js, &out[r]); err != nil {
+			return nil, fmt.Errorf("device description of rank %d: %w", r, err)
+		}
+	}
+	return out, nil
+}

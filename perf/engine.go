@@ -1,0 +1,980 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
+)
+
+// World is the ranks one process drives, and its place among the
+// processes of the job. All ranks of all processes form one communicator.
+type World struct {
+	// Comms are this process's communicators, in rank order (one per GPU
+	// it drives).
+	Comms []*nccl.Communicator
+	// Proc and NProcs place the process among the job's processes (0 and 1
+	// for a single process). Only process 0 reports.
+	Proc, NProcs int
+	// Group is the group number printed in the device lines (0).
+	Group int
+	owned bool
+}
+
+// Close destroys the communicators LocalWorld created; it does nothing for
+// a World built by hand.
+func (w *World) Close() error {
+	if w == nil || !w.owned {
+		return nil
+	}
+	var errs []error
+	for _, c := range w.Comms {
+		errs = append(errs, c.Destroy())
+	}
+	w.owned = false
+	return errors.Join(errs...)
+}
+
+// rankState is one local rank's resources.
+type rankState struct {
+	comm   *nccl.Communicator
+	rank   int
+	dev    cuda.Device
+	stream cuda.Stream
+	owned  bool // stream made here
+	send   uintptr
+	recv   uintptr
+}
+
+// bench is one run.
+type bench struct {
+	ctx    context.Context
+	opts   Options
+	coll   *collective
+	world  *World
+	nranks int
+	ranks  []*rankState
+	coord  coordinator
+	host   []byte // staging for data checks, maxBytes long
+	maxB   uint64 // the buffers' size
+
+	// state of the current size
+	dt      dataType
+	op      redOp
+	root    int
+	cnt     counts
+	elt     uint64
+	keepOps []*nccl.CustomOp // PreMulSum operators captured into a graph
+	keep    bool
+
+	bwSum   float64
+	bwCount int
+	errors  int
+	rep     uint64 // data-check repetitions, the seed of each
+}
+
+// RunError is a failure of the benchmark itself (not a wrong result,
+// which the report counts).
+type RunError struct {
+	Op  string // what was being done, e.g. "all_reduce 1048576 bytes float sum"
+	Err error
+}
+
+// Error reads "perf: <op>: <err>".
+func (e *RunError) Error() string { return "perf: " + e.Op + ": " + e.Err.Error() }
+
+// Unwrap is the cause.
+func (e *RunError) Unwrap() error { return e.Err }
+
+// ErrTimeout: a wait for the GPU exceeded Options.Timeout (-T); the
+// communicators were aborted.
+var ErrTimeout = errors.New("perf: test timeout")
+
+// Run runs the benchmark of opts on world and reports to rep (only on
+// process 0; rep may be nil). It returns the report on every process. A
+// wrong result is not an error: Report.Errors counts it. The benchmark
+// locks its goroutine to an OS thread while it runs.
+func Run(ctx context.Context, opts Options, world *World, rep Reporter) (*Report, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if world == nil || len(world.Comms) == 0 {
+		return nil, &OptionError{"world", "", "no communicator"}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	coll, _ := lookupTest(opts.Test)
+	b := &bench{ctx: ctx, opts: opts, coll: coll, world: world}
+	if rep == nil || world.Proc != 0 {
+		rep = Reporters()
+	}
+	defer b.free()
+	h, err := b.setup()
+	if err != nil {
+		return nil, err
+	}
+	report := &Report{Header: *h, Test: opts.Test, Iters: opts.Iters, Start: time.Now()}
+	rep.Begin(&report.Header)
+	if err := b.runAll(report, rep); err != nil {
+		return report, err
+	}
+	errs, err := b.coord.reduce(float64(b.errors), reduceSum)
+	if err != nil {
+		return report, &RunError{"summing errors", err}
+	}
+	report.Errors = int(errs)
+	report.AvgBusBW = b.bwSum / float64(b.bwCount)
+	if b.bwCount == 0 {
+		report.AvgBusBW = math.Copysign(math.NaN(), -1) // 0.0/0.0, as C computes it
+	}
+	if opts.MinBusBW > 0 && !(report.AvgBusBW >= opts.MinBusBW*0.9) {
+		report.BWFailed = true
+	}
+	report.LastError, _ = nccl.LastError()
+	report.End = time.Now()
+	rep.End(report)
+	return report, nil
+}
+
+// setup finds the ranks, sizes the buffers and allocates them.
+func (b *bench) setup() (*Header, error) {
+	o := &b.opts
+	first := b.world.Comms[0]
+	n, err := first.NRanks()
+	if err != nil {
+		return nil, &RunError{"communicator", err}
+	}
+	b.nranks = n
+	for _, c := range b.world.Comms {
+		r, err := c.Rank()
+		if err != nil {
+			return nil, &RunError{"communicator", err}
+		}
+		d, err := c.Device()
+		if err != nil {
+			return nil, &RunError{"communicator", err}
+		}
+		b.ranks = append(b.ranks, &rankState{comm: c, rank: r, dev: d})
+	}
+	// One process needs no coordination (nccl-tests' barriers and
+	// reductions span its threads, of which there is one); several
+	// coordinate through NCCL itself, as nccl-tests does through MPI.
+	b.coord = localCoordinator{}
+	if b.world.NProcs > 1 {
+		if b.coord, err = newNCCLCoordinator(b); err != nil {
+			return nil, err
+		}
+	}
+	rel, err := nccl.Version()
+	if err != nil {
+		return nil, &RunError{"NCCL version", err}
+	}
+	h := &Header{Program: b.coll.program, Options: *o, NRanks: n, LocalRanks: len(b.ranks), NCCLVersion: int(rel), ABIVersion: int(nccl.ABIRelease)}
+	if h.Devices, err = b.devices(); err != nil {
+		return nil, err
+	}
+	// Leave room as nccl-tests does: a GiB per 16 GiB (at most 4) plus one,
+	// then send, recv and (when checking) expected buffers.
+	maxMem := uint64(math.MaxUint64)
+	for _, r := range b.ranks {
+		m, err := r.dev.TotalMemory()
+		if err != nil {
+			return nil, &RunError{"device memory", err}
+		}
+		maxMem = min(maxMem, m)
+	}
+	if m, err := b.coord.reduce(float64(maxMem), reduceMin); err == nil {
+		maxMem = uint64(m)
+	}
+	const gib = 1 << 30
+	reserve := min((maxMem+16*gib-1)/(16*gib)*gib, 4*gib)
+	if maxMem > reserve+gib {
+		div := uint64(2)
+		if o.Check > 0 {
+			div = 3
+		}
+		if memMax := (maxMem - reserve - gib) / div; o.MaxBytes > memMax {
+			o.MaxBytes = memMax
+			o.MinBytes = min(o.MinBytes, o.MaxBytes)
+			h.ReducedMaxBytes = memMax
+		}
+	}
+	b.maxB = max(o.MaxBytes, 64)
+	b.host = make([]byte, 0)
+	for _, r := range b.ranks {
+		if o.StreamNull {
+			r.stream = r.dev.DefaultStream()
+		} else {
+			if r.stream, err = r.dev.NewStream(); err != nil {
+				return nil, &RunError{"stream", err}
+			}
+			r.owned = true
+		}
+		if r.send, err = nccl.MemAllocRaw(r.dev, b.maxB); err != nil {
+			return nil, &RunError{fmt.Sprintf("allocating %d bytes on %s", b.maxB, r.dev), err}
+		}
+		if r.recv, err = nccl.MemAllocRaw(r.dev, b.maxB); err != nil {
+			return nil, &RunError{fmt.Sprintf("allocating %d bytes on %s", b.maxB, r.dev), err}
+		}
+	}
+	return h, nil
+}
+
+// free releases what setup allocated.
+func (b *bench) free() {
+	for _, r := range b.ranks {
+		if r.send != 0 {
+			nccl.MemFree(r.send)
+		}
+		if r.recv != 0 {
+			nccl.MemFree(r.recv)
+		}
+		if r.owned {
+			r.stream.Destroy()
+		}
+	}
+	if b.coord != nil {
+		b.coord.close()
+	}
+}
+
+// devices describes every rank of the job, gathered to every process.
+func (b *bench) devices() ([]DeviceInfo, error) {
+	host, _ := os.Hostname()
+	if i := strings.IndexByte(host, '.'); i >= 0 {
+		host = host[:i]
+	}
+	var local []DeviceInfo
+	for _, r := range b.ranks {
+		name, _ := r.dev.Name()
+		dom, _ := r.dev.Attribute(cuda.AttrPCIDomainID)
+		bus, _ := r.dev.Attribute(cuda.Attribute(33))  // CU_DEVICE_ATTRIBUTE_PCI_BUS_ID
+		slot, _ := r.dev.Attribute(cuda.Attribute(34)) // CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID
+		local = append(local, DeviceInfo{Rank: r.rank, Group: b.world.Group, Pid: os.Getpid(), Host: host,
+			Device: int(r.dev), PCI: fmt.Sprintf("%04x:%02x:%02x", dom, bus, slot), Name: name})
+	}
+	all, err := b.coord.gatherDevices(local)
+	if err != nil {
+		return nil, &RunError{"gathering device descriptions", err}
+	}
+	return all, nil
+}
+
+// runAll sweeps every type, reduction and root the options ask for.
+func (b *bench) runAll(report *Report, rep Reporter) error {
+	o := &b.opts
+	var dts []dataType
+	if o.Type == "all" {
+		cc := 1 << 30
+		for _, r := range b.ranks {
+			ma, mi, err := r.dev.ComputeCapability()
+			if err == nil {
+				cc = min(cc, ma*10+mi)
+			}
+		}
+		if m, err := b.coord.reduce(float64(cc), reduceMin); err == nil {
+			cc = int(m)
+		}
+		for _, t := range types {
+			if (t.dt == nccl.Float8E4M3 || t.dt == nccl.Float8E5M2) && cc < 90 {
+				continue // nccl-tests drops fp8 before Hopper
+			}
+			dts = append(dts, t)
+		}
+	} else {
+		t, _ := lookupType(o.Type)
+		dts = []dataType{t}
+	}
+	var rops []redOp
+	switch {
+	case !b.coll.usesOp:
+		rops = []redOp{{name: b.coll.opName, op: nccl.Sum}}
+	case o.Op == "all":
+		rops = ops
+	default:
+		op, _ := lookupOp(o.Op)
+		rops = []redOp{op}
+	}
+	roots := []int{-1}
+	if b.coll.rooted {
+		if o.Root == -1 {
+			roots = roots[:0]
+			for r := 0; r < b.nranks; r++ {
+				roots = append(roots, r)
+			}
+		} else {
+			if o.Root >= b.nranks {
+				return &OptionError{"-r", fmt.Sprint(o.Root), fmt.Sprintf("not a rank of %d", b.nranks)}
+			}
+			roots = []int{o.Root}
+		}
+	}
+	if b.coll.pow2 && b.nranks&(b.nranks-1) != 0 {
+		if b.world.Proc == 0 {
+			// nccl-tests prints this and runs nothing.
+			if tw, ok := firstTable(rep); ok {
+				fmt.Fprintf(tw.W, "nRanks %d is not a power of 2, skipping\n", b.nranks)
+			}
+		}
+		return nil
+	}
+	for _, dt := range dts {
+		for _, op := range rops {
+			for _, root := range roots {
+				err := b.timeTest(dt, op, root, report, rep)
+				if err != nil && (o.Type == "all" || o.Op == "all") && errors.Is(err, nccl.ErrUnsupported) {
+					// One combination of a sweep over all types or ops that
+					// the loaded NCCL or GPU cannot run (fp8 Avg on one
+					// rank, say): say so and go on, where nccl-tests stops.
+					if tw, ok := firstTable(rep); ok && b.world.Proc == 0 {
+						fmt.Fprintf(tw.W, "# skipping %s %s: %v\n", dt.name, op.name, err)
+					}
+					report.Skipped = append(report.Skipped, fmt.Sprintf("%s %s: %v", dt.name, op.name, err))
+					continue
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func firstTable(rep Reporter) (*TableWriter, bool) {
+	switch r := rep.(type) {
+	case *TableWriter:
+		return r, true
+	case multiReporter:
+		for _, x := range r {
+			if t, ok := firstTable(x); ok {
+				return t, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// setSize sets the counts of a size (nccl-tests' setupArgs).
+func (b *bench) setSize(size uint64) {
+	b.elt = uint64(b.dt.dt.Size())
+	b.cnt = b.coll.counts(size/b.elt, b.elt, b.nranks)
+}
+
+func (b *bench) sendBytes() uint64     { return b.cnt.send * b.elt }
+func (b *bench) expectedBytes() uint64 { return b.cnt.recv * b.elt }
+
+// timeTest is nccl-tests' TimeTest: warm up, then sweep the sizes.
+func (b *bench) timeTest(dt dataType, op redOp, root int, report *Report, rep Reporter) error {
+	o := &b.opts
+	b.dt, b.op, b.root = dt, op, root
+	if err := b.coord.barrier(); err != nil {
+		return &RunError{"barrier", err}
+	}
+	for _, size := range o.warmupSizes() {
+		b.setSize(size)
+		for iter := 0; iter < o.Warmup; iter++ {
+			if err := b.startColl(false, iter); err != nil {
+				return b.fail(size, "warm-up", err)
+			}
+		}
+		if err := b.completeColl(); err != nil {
+			return b.fail(size, "warm-up", err)
+		}
+	}
+	sizes := o.sizes()
+	for cycle := 0; o.Cycles == 0 || cycle < o.Cycles; cycle++ {
+		for _, size := range sizes {
+			if err := b.ctx.Err(); err != nil {
+				return err
+			}
+			b.setSize(size)
+			row := Row{Size: max(b.sendBytes(), b.expectedBytes()), Count: b.cnt.param, Type: dt.name, Op: op.name, Root: root}
+			var err error
+			if row.OutOfPlace, err = b.benchTime(false); err != nil {
+				return b.fail(size, "out-of-place", err)
+			}
+			if row.InPlace, err = b.benchTime(true); err != nil {
+				return b.fail(size, "in-place", err)
+			}
+			report.Rows = append(report.Rows, row)
+			rep.Row(b.coll.name, &report.Rows[len(report.Rows)-1])
+		}
+	}
+	return nil
+}
+
+func (b *bench) fail(size uint64, what string, err error) error {
+	var re *RunError
+	if errors.As(err, &re) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &RunError{fmt.Sprintf("%s %d bytes %s %s root %d %s", b.coll.name, size, b.dt.name, b.op.name, b.root, what), err}
+}
+
+// benchTime is nccl-tests' BenchTime: one column group of a row.
+func (b *bench) benchTime(inPlace bool) (Cell, error) {
+	o := &b.opts
+	if o.Check > 0 {
+		if err := b.initData(inPlace, 99); err != nil {
+			return Cell{}, err
+		}
+	}
+	// Sync
+	if err := b.startColl(inPlace, 0); err != nil {
+		return Cell{}, err
+	}
+	if err := b.completeColl(); err != nil {
+		return Cell{}, err
+	}
+	if err := b.coord.barrier(); err != nil {
+		return Cell{}, err
+	}
+
+	var collOnly time.Duration
+	start := time.Now()
+	loop := func() error {
+		for iter := 0; iter < o.Iters; iter++ {
+			t0 := time.Since(start)
+			if o.AggIters > 1 {
+				if err := nccl.GroupStart(); err != nil {
+					return err
+				}
+			}
+			for a := 0; a < o.AggIters; a++ {
+				if err := b.startColl(inPlace, iter*o.AggIters+a); err != nil {
+					if o.AggIters > 1 {
+						nccl.GroupEnd()
+					}
+					return err
+				}
+			}
+			if o.AggIters > 1 {
+				if err := nccl.GroupEnd(); err != nil {
+					return err
+				}
+			}
+			if o.Blocking == 3 {
+				if err := b.syncStreams(); err != nil {
+					return err
+				}
+				collOnly += time.Since(start) - t0
+				if err := b.coord.barrier(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if o.Graph > 0 {
+		execs, cleanup, err := b.capture(loop)
+		if err != nil {
+			return Cell{}, err
+		}
+		err = b.coord.barrier()
+		start = time.Now()
+		for l := 0; err == nil && l < o.Graph; l++ {
+			for i, r := range b.ranks {
+				if err = execs[i].Launch(r.stream); err != nil {
+					break
+				}
+			}
+		}
+		cpu := time.Since(start)
+		if err == nil {
+			err = b.completeColl()
+		}
+		elapsed := time.Since(start)
+		cleanup()
+		if err != nil {
+			return Cell{}, err
+		}
+		return b.finish(inPlace, cpu, elapsed)
+	}
+	if err := loop(); err != nil {
+		return Cell{}, err
+	}
+	cpu := time.Since(start)
+	if o.Blocking == 3 {
+		cpu = collOnly
+	}
+	if err := b.completeColl(); err != nil {
+		return Cell{}, err
+	}
+	elapsed := time.Since(start)
+	if o.Blocking == 3 {
+		elapsed = collOnly
+	}
+	return b.finish(inPlace, cpu, elapsed)
+}
+
+// finish turns the timed loop's durations into a cell and checks the data.
+func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
+	o := &b.opts
+	n := float64(o.Iters * o.AggIters)
+	cpuSec := cpu.Seconds() / n
+	deltaSec := elapsed.Seconds() / n
+	if o.Graph > 0 {
+		deltaSec /= float64(o.Graph)
+	}
+	deltaSec, err := b.coord.reduce(deltaSec, reduceHow(o.Average))
+	if err != nil {
+		return Cell{}, err
+	}
+	alg, bus, _ := Bandwidth(b.coll.name, b.cnt.param, b.elt, deltaSec, b.nranks)
+	if err := b.coord.barrier(); err != nil {
+		return Cell{}, err
+	}
+	cell := Cell{AlgBW: alg, BusBW: bus, Time: deltaSec * 1e6}
+	if o.CPUTime {
+		cell.Time = cpuSec * 1e6
+	}
+	checked := o.Check > 0 && !(inPlace && b.coll.noInCheck)
+	for c := 0; c < o.Check; c++ {
+		b.rep++
+		if err := b.initData(inPlace, b.rep); err != nil {
+			return Cell{}, err
+		}
+		if o.Graph > 0 {
+			execs, cleanup, err := b.capture(func() error { return b.startColl(inPlace, 0) })
+			if err != nil {
+				return Cell{}, err
+			}
+			for i, r := range b.ranks {
+				if err == nil {
+					err = execs[i].Launch(r.stream)
+				}
+			}
+			if err == nil {
+				err = b.completeColl()
+			}
+			cleanup()
+			if err != nil {
+				return Cell{}, err
+			}
+		} else {
+			if err := b.startColl(inPlace, 0); err != nil {
+				return Cell{}, err
+			}
+			if err := b.completeColl(); err != nil {
+				return Cell{}, err
+			}
+		}
+		if !checked {
+			continue // nccl-tests does not count in-place alltoall and sendrecv
+		}
+		wrong, err := b.checkData(inPlace)
+		if err != nil {
+			return Cell{}, err
+		}
+		total, err := b.coord.reduce(float64(wrong), reduceSum)
+		if err != nil {
+			return Cell{}, err
+		}
+		cell.Wrong = int64(total)
+		if cell.Wrong != 0 {
+			break
+		}
+	}
+	cell.Checked = checked
+	if checked && cell.Wrong != 0 {
+		b.errors++
+	}
+	b.bwSum += bus
+	b.bwCount++
+	return cell, nil
+}
+
+// capture records fn into one graph per stream and instantiates them;
+// cleanup destroys the graphs, their instances and the PreMulSum operators
+// captured.
+func (b *bench) capture(fn func() error) ([]*cuda.GraphExec, func(), error) {
+	streams := make([]cuda.Stream, len(b.ranks))
+	for i, r := range b.ranks {
+		streams[i] = r.stream
+	}
+	b.keep = true
+	graphs, err := cuda.CaptureStreams(streams, cuda.CaptureThreadLocal, fn)
+	b.keep = false
+	var execs []*cuda.GraphExec
+	cleanup := func() {
+		for _, e := range execs {
+			e.Destroy()
+		}
+		for _, g := range graphs {
+			g.Destroy()
+		}
+		for _, op := range b.keepOps {
+			op.Close()
+		}
+		b.keepOps = b.keepOps[:0]
+	}
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	for _, g := range graphs {
+		e, err := g.Instantiate()
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		execs = append(execs, e)
+	}
+	return execs, cleanup, nil
+}
+
+// startColl is nccl-tests' startColl: one operation on every local rank
+// (in a group when there are several), at an offset that moves with iter.
+func (b *bench) startColl(inPlace bool, iter int) error {
+	total := max(b.sendBytes(), b.expectedBytes())
+	steps := uint64(1)
+	if total != 0 {
+		steps = b.opts.MaxBytes / total
+	}
+	if steps == 0 {
+		steps = 1
+	}
+	shift := total * (uint64(iter) % steps)
+	grouped := len(b.ranks) > 1
+	if grouped {
+		if err := nccl.GroupStart(); err != nil {
+			return err
+		}
+	}
+	for _, r := range b.ranks {
+		if err := b.runColl(r, inPlace, shift); err != nil {
+			if grouped {
+				nccl.GroupEnd()
+			}
+			return err
+		}
+	}
+	if grouped {
+		if err := nccl.GroupEnd(); err != nil {
+			return err
+		}
+	}
+	if b.opts.Blocking != 0 {
+		if err := b.syncStreams(); err != nil {
+			return err
+		}
+		if b.opts.Blocking == 1 {
+			return b.coord.barrier()
+		}
+	}
+	return nil
+}
+
+// completeColl waits for the streams (nccl-tests' completeColl).
+func (b *bench) completeColl() error {
+	if b.opts.Blocking != 0 && b.opts.AggIters <= 1 {
+		return nil
+	}
+	return b.syncStreams()
+}
+
+// syncStreams polls every stream until done, watching the communicators'
+// asynchronous errors, the timeout and the context (nccl-tests'
+// testStreamSynchronize).
+func (b *bench) syncStreams() error {
+	start := time.Now()
+	done := make([]bool, len(b.ranks))
+	remaining := len(b.ranks)
+	for remaining > 0 {
+		idle := true
+		for i, r := range b.ranks {
+			if done[i] {
+				continue
+			}
+			ok, err := r.stream.Done()
+			if err != nil {
+				return err
+			}
+			if ok {
+				done[i] = true
+				remaining--
+				idle = false
+				continue
+			}
+			if err := r.comm.AsyncError(); err != nil && !errors.Is(err, nccl.ErrInProgress) {
+				b.abort()
+				return err
+			}
+			if t := b.opts.Timeout; t > 0 && time.Since(start) > t {
+				b.abort()
+				host, _ := os.Hostname()
+				return fmt.Errorf("%w (%v) on %s", ErrTimeout, t, host)
+			}
+			if err := b.ctx.Err(); err != nil {
+				b.abort()
+				return err
+			}
+		}
+		if idle {
+			runtime.Gosched()
+		}
+	}
+	return nil
+}
+
+func (b *bench) abort() {
+	for _, r := range b.ranks {
+		r.comm.Abort()
+	}
+}
+
+// buf is a raw buffer of count elements of the current type on r's device.
+func (b *bench) buf(r *rankState, p uintptr, count uint64) nccl.Buffer {
+	return nccl.RawBuffer(p, int(count), b.dt.dt, int(r.dev))
+}
+
+// runColl issues one operation of rank r.
+func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
+	count := b.cnt.param
+	if count == 0 {
+		return nil // the binding refuses empty buffers; NCCL would do nothing
+	}
+	n := b.nranks
+	elt := b.elt
+	recv := r.recv + uintptr(shift)
+	send := r.send + uintptr(shift)
+	if inPlace {
+		send = recv + uintptr(b.cnt.sendInPlace*elt*uint64(r.rank))
+		recv += uintptr(b.cnt.recvInPlace * elt * uint64(r.rank))
+	}
+	op := b.op.op
+	if b.op.mulsum { // nccl-tests makes one per call, whatever the test
+		o, err := newPreMulSum(r.comm, b.dt.dt, mulsumScalar(r.rank))
+		if err != nil {
+			return err
+		}
+		if b.keep {
+			b.keepOps = append(b.keepOps, o)
+		} else {
+			defer o.Close()
+		}
+		op = o.Op()
+	}
+	c, s := r.comm, r.stream
+	switch b.coll.name {
+	case "all_reduce":
+		return c.AllReduce(b.buf(r, send, count), b.buf(r, recv, count), op, s)
+	case "all_gather":
+		return c.AllGather(b.buf(r, send, count), b.buf(r, recv, count*uint64(n)), s)
+	case "broadcast":
+		return c.Broadcast(b.buf(r, send, count), b.buf(r, recv, count), b.root, s)
+	case "reduce":
+		return c.Reduce(b.buf(r, send, count), b.buf(r, recv, count), op, b.root, s)
+	case "reduce_scatter":
+		return c.ReduceScatter(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count), op, s)
+	case "alltoall":
+		if send != recv {
+			return c.AllToAll(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count*uint64(n)), s)
+		}
+		// In place: NCCL's alltoall refuses overlapping buffers in the
+		// binding; nccl-tests' pre-2.28 form, a group of sends and receives.
+		return nccl.Group(func() error {
+			for p := 0; p < n; p++ {
+				off := uintptr(uint64(p) * count * elt)
+				if err := c.Send(b.buf(r, send+off, count), p, s); err != nil {
+					return err
+				}
+				if err := c.Recv(b.buf(r, recv+off, count), p, s); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	case "gather":
+		return c.Gather(b.buf(r, send, count), b.buf(r, recv, count*uint64(n)), b.root, s)
+	case "scatter":
+		return c.Scatter(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count), b.root, s)
+	case "sendrecv":
+		return nccl.Group(func() error {
+			if err := c.Send(b.buf(r, send, count), (r.rank+1)%n, s); err != nil {
+				return err
+			}
+			return c.Recv(b.buf(r, recv, count), (r.rank-1+n)%n, s)
+		})
+	case "hypercube":
+		size := count * elt
+		if own := recv + uintptr(uint64(r.rank)*size); own != send {
+			dst := cuda.Wrap[uint8](own, int(size), r.dev)
+			if err := dst.CopyFromAsync(cuda.Wrap[uint8](send, int(size), r.dev), s); err != nil {
+				return err
+			}
+		}
+		for mask := 1; mask < n; mask <<= 1 {
+			lo := r.rank &^ (mask - 1)
+			hi := lo ^ mask
+			peer := r.rank ^ mask
+			err := nccl.Group(func() error {
+				if err := c.Send(b.buf(r, recv+uintptr(uint64(lo)*size), count*uint64(mask)), peer, s); err != nil {
+					return err
+				}
+				return c.Recv(b.buf(r, recv+uintptr(uint64(hi)*size), count*uint64(mask)), peer, s)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown test %q", b.coll.name)
+}
+
+// newPreMulSum makes a PreMulSum operator of type dt with the factor v.
+func newPreMulSum(c *nccl.Communicator, dt nccl.DataType, v int64) (*nccl.CustomOp, error) {
+	switch dt {
+	case nccl.Int8:
+		return nccl.PreMulSum(c, int8(v))
+	case nccl.Uint8:
+		return nccl.PreMulSum(c, uint8(v))
+	case nccl.Int32:
+		return nccl.PreMulSum(c, int32(v))
+	case nccl.Uint32:
+		return nccl.PreMulSum(c, uint32(v))
+	case nccl.Int64:
+		return nccl.PreMulSum(c, v)
+	case nccl.Uint64:
+		return nccl.PreMulSum(c, uint64(v))
+	case nccl.Float16:
+		return nccl.PreMulSum(c, cuda.Float16From(float32(v)))
+	case nccl.BFloat16:
+		return nccl.PreMulSum(c, cuda.BFloat16From(float32(v)))
+	case nccl.Float32:
+		return nccl.PreMulSum(c, float32(v))
+	case nccl.Float64:
+		return nccl.PreMulSum(c, float64(v))
+	case nccl.Float8E4M3:
+		return nccl.PreMulSum(c, cuda.Float8E4M3From(float32(v)))
+	case nccl.Float8E5M2:
+		return nccl.PreMulSum(c, cuda.Float8E5M2From(float32(v)))
+	}
+	return nil, fmt.Errorf("no PreMulSum for %s", dt)
+}
+
+// pattern of the current run with seed.
+func (b *bench) pattern(seed uint64) pattern {
+	return newPattern(b.dt.dt, b.op, b.coll.reduces, seed)
+}
+
+// initData writes every local rank's input and clears its output (data
+// check runs only).
+func (b *bench) initData(inPlace bool, seed uint64) error {
+	p := b.pattern(seed)
+	for _, r := range b.ranks {
+		if eb := b.expectedBytes(); eb > 0 {
+			if err := cuda.Wrap[uint8](r.recv, int(eb), r.dev).Memset(0); err != nil {
+				return err
+			}
+		}
+		rooted := b.coll.name == "broadcast" || b.coll.name == "scatter"
+		sb := b.sendBytes()
+		if sb == 0 || (rooted && r.rank != b.root) {
+			if err := r.dev.Synchronize(); err != nil {
+				return err
+			}
+			continue
+		}
+		in := r.send
+		if inPlace {
+			in = r.recv + uintptr(b.cnt.sendInPlace*b.elt*uint64(r.rank))
+		}
+		host := b.hostBuf(sb)
+		p.fill(host, r.rank, 0, b.cnt.send)
+		if err := cuda.Wrap[uint8](in, int(sb), r.dev).CopyFromHost(host); err != nil {
+			return err
+		}
+		if err := r.dev.Synchronize(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *bench) hostBuf(n uint64) []byte {
+	if uint64(cap(b.host)) < n {
+		b.host = make([]byte, n)
+	}
+	return b.host[:n]
+}
+
+// checkData compares every local rank's output with the reference and
+// returns the number of wrong elements.
+func (b *bench) checkData(inPlace bool) (int64, error) {
+	eb := b.expectedBytes()
+	if eb == 0 {
+		return 0, nil
+	}
+	var wrong int64
+	for _, r := range b.ranks {
+		out := r.recv
+		if inPlace {
+			out += uintptr(b.cnt.recvInPlace * b.elt * uint64(r.rank))
+		}
+		host := b.hostBuf(eb)
+		if err := cuda.Wrap[uint8](out, int(eb), r.dev).CopyToHost(host); err != nil {
+			return 0, err
+		}
+		wrong += countWrong(b.dt.dt, host, b.expectation(r.rank, inPlace), b.nranks)
+	}
+	return wrong, nil
+}
+
+// expectation is what rank q's checked output must hold.
+func (b *bench) expectation(q int, inPlace bool) expectation {
+	p := b.pattern(b.rep)
+	n, param, root, op := b.nranks, b.cnt.param, b.root, b.op
+	move := func(r int, i uint64) (int64, float64) {
+		v := p.at(r, i)
+		return v, float64(v)
+	}
+	zero := func(uint64) (int64, float64) { return 0, 0 }
+	switch b.coll.name {
+	case "all_reduce":
+		return func(i uint64) (int64, float64) { return p.reduced(op, n, i) }
+	case "reduce":
+		switch {
+		case q == root:
+			return func(i uint64) (int64, float64) { return p.reduced(op, n, i) }
+		case inPlace:
+			return func(i uint64) (int64, float64) { return move(q, i) }
+		}
+		return zero
+	case "reduce_scatter":
+		return func(i uint64) (int64, float64) { return p.reduced(op, n, uint64(q)*param+i) }
+	case "broadcast":
+		return func(i uint64) (int64, float64) { return move(root, i) }
+	case "all_gather", "hypercube":
+		return func(i uint64) (int64, float64) { return move(int(i/param), i%param) }
+	case "gather":
+		switch {
+		case q == root:
+			return func(i uint64) (int64, float64) { return move(int(i/param), i%param) }
+		case inPlace:
+			return func(i uint64) (int64, float64) {
+				if int(i/param) == q {
+					return move(q, i%param)
+				}
+				return 0, 0
+			}
+		}
+		return zero
+	case "scatter":
+		return func(i uint64) (int64, float64) { return move(root, uint64(q)*param+i) }
+	case "alltoall":
+		return func(i uint64) (int64, float64) { return move(int(i/param), uint64(q)*param+i%param) }
+	case "sendrecv":
+		return func(i uint64) (int64, float64) { return move((q-1+n)%n, i) }
+	}
+	return zero
+}

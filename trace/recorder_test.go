@@ -1,0 +1,315 @@
+package trace
+
+import (
+	"bytes"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestRoundSize(t *testing.T) {
+	for _, c := range []struct{ in, want int }{
+		{-1, 0}, {0, 0}, {1, 16}, {16, 16}, {17, 32}, {2048, 2048}, {2049, 4096}, {1 << 30, MaxEntries},
+	} {
+		if got := roundSize(c.in); got != c.want {
+			t.Errorf("roundSize(%d) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
+
+func TestEntriesFromEnv(t *testing.T) {
+	for _, c := range []struct {
+		v       string
+		set     bool
+		want    int
+		hasNote bool
+	}{
+		{"", false, DefaultEntries, false},
+		{"0", true, 0, false},
+		{"100", true, 100, false},
+		{"lots", true, DefaultEntries, true},
+		{"-5", true, DefaultEntries, true},
+	} {
+		n, note := entriesFromEnv(c.v, c.set)
+		if n != c.want || (note != "") != c.hasNote {
+			t.Errorf("entriesFromEnv(%q, %v) = %d, %q; want %d, note %v", c.v, c.set, n, note, c.want, c.hasNote)
+		}
+	}
+}
+
+// TestWraparound fills a ring several times over: the dump holds exactly
+// the newest entries, in order, with their sequence numbers.
+func TestWraparound(t *testing.T) {
+	r := New(16)
+	c := r.RegisterComm(CommInfo{Name: "w", Hash: 7, Rank: 1, Size: 2, Device: 3})
+	for i := range 100 {
+		c.Record(Event{Op: AllReduce, DataType: Float32, Count: uint64(i)})
+	}
+	d := r.Snapshot("test")
+	if len(d.Entries) != 16 {
+		t.Fatalf("%d entries, want 16", len(d.Entries))
+	}
+	for i, e := range d.Entries {
+		want := uint64(85 + i)
+		if e.Seq != want || e.Count != want-1 || e.ID != want-1 {
+			t.Errorf("entry %d: seq %d count %d id %d, want seq %d count %d id %d", i, e.Seq, e.Count, e.ID, want, want-1, want-1)
+		}
+		if e.Bytes != e.Count*4 {
+			t.Errorf("entry %d: bytes %d for %d float32", i, e.Bytes, e.Count)
+		}
+	}
+	if d.Recorded != 100 || d.BufferSize != 16 {
+		t.Errorf("recorded %d, buffer %d; want 100, 16", d.Recorded, d.BufferSize)
+	}
+	if len(d.Comms) != 1 || d.Comms[0].LastSeq != 100 || d.Comms[0].Device != 3 || d.Comms[0].Hash != 7 {
+		t.Errorf("comms = %+v", d.Comms)
+	}
+}
+
+// TestSequenceClasses: collectives and point-to-point operations count
+// apart; local operations take no number.
+func TestSequenceClasses(t *testing.T) {
+	r := New(64)
+	c := r.RegisterComm(CommInfo{Name: "s", Rank: 0, Size: 2})
+	var got []uint64
+	for _, op := range []Op{Init, AllReduce, Send, Recv, Broadcast, Abort, Send} {
+		got = append(got, c.Record(Event{Op: op, Peer: 1}).Seq())
+	}
+	want := []uint64{1, 2, 1, 2, 3, 0, 3}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("sequence numbers %v, want %v", got, want)
+		}
+	}
+	if c.Seq() != 3 || c.P2PSeq() != 3 {
+		t.Errorf("Seq %d P2PSeq %d, want 3 3", c.Seq(), c.P2PSeq())
+	}
+}
+
+// TestOff: a recorder of size 0 records nothing but counts sequence
+// numbers; SetSize turns it on and off.
+func TestOff(t *testing.T) {
+	r := New(0)
+	c := r.RegisterComm(CommInfo{Name: "off", Rank: 0, Size: 1})
+	ref := c.Record(Event{Op: AllReduce})
+	if ref.Recorded() || ref.Seq() != 1 || r.Enabled() {
+		t.Fatalf("off: ref %+v enabled %v", ref, r.Enabled())
+	}
+	c.Start(ref) // no effect, no panic
+	r.SetSize(32)
+	if !r.Enabled() || r.Size() != 32 {
+		t.Fatalf("after SetSize(32): enabled %v size %d", r.Enabled(), r.Size())
+	}
+	ref = c.Record(Event{Op: AllReduce})
+	if !ref.Recorded() || ref.Seq() != 2 {
+		t.Fatalf("on: ref %+v", ref)
+	}
+	if n := len(r.Snapshot("").Entries); n != 1 {
+		t.Fatalf("%d entries, want 1", n)
+	}
+	r.SetSize(0)
+	if n := len(r.Snapshot("").Entries); n != 0 {
+		t.Fatalf("off again: %d entries, want 0", n)
+	}
+}
+
+// TestResizeKeepsNewest: shrinking keeps the newest entries, growing keeps
+// all, and references stay valid while their entry is kept.
+func TestResizeKeepsNewest(t *testing.T) {
+	r := New(64)
+	c := r.RegisterComm(CommInfo{Name: "r", Rank: 0, Size: 1})
+	var refs []Ref
+	for range 40 {
+		refs = append(refs, c.Record(Event{Op: AllGather, Watched: true}))
+	}
+	r.SetSize(16)
+	d := r.Snapshot("")
+	if len(d.Entries) != 16 || d.Entries[0].Seq != 25 || d.Entries[15].Seq != 40 {
+		t.Fatalf("after shrink: %d entries, first seq %d", len(d.Entries), d.Entries[0].Seq)
+	}
+	c.Complete(refs[39])
+	c.Complete(refs[0]) // dropped: no effect
+	r.SetSize(128)
+	d = r.Snapshot("")
+	if len(d.Entries) != 16 {
+		t.Fatalf("after grow: %d entries, want 16", len(d.Entries))
+	}
+	if last := d.Entries[15]; last.State != Completed {
+		t.Errorf("last entry state %v, want completed", last.State)
+	}
+	for _, e := range d.Entries[:15] {
+		if e.State != Enqueued {
+			t.Errorf("seq %d state %v, want enqueued", e.Seq, e.State)
+		}
+	}
+}
+
+// TestStates follows an entry through Start and Complete, and checks
+// CompleteIn's duration and Lookup.
+func TestStates(t *testing.T) {
+	r := New(16)
+	c := r.RegisterComm(CommInfo{Name: "st", Rank: 0, Size: 1})
+	a := c.Record(Event{Op: AllReduce, Watched: true})
+	b := c.Record(Event{Op: Broadcast, Peer: 0, Watched: true})
+	u := c.Record(Event{Op: Reduce, Peer: 0})
+	c.Start(a)
+	time.Sleep(2 * time.Millisecond)
+	c.Complete(a)
+	c.CompleteIn(b, 1500*time.Microsecond)
+	d := r.Snapshot("")
+	if len(d.Entries) != 3 {
+		t.Fatalf("%d entries", len(d.Entries))
+	}
+	ea, eb, eu := d.Entries[0], d.Entries[1], d.Entries[2]
+	if ea.State != Completed || ea.StartedNs == 0 || ea.CompletedNs < ea.StartedNs || ea.DurationNs < int64(time.Millisecond) || ea.DurationNs > int64(time.Second) {
+		t.Errorf("a: %+v", ea)
+	}
+	if eb.State != Completed || eb.DurationNs != int64(1500*time.Microsecond) || eb.StartedNs != 0 {
+		t.Errorf("b: %+v", eb)
+	}
+	if eu.Watched || eu.State != Enqueued {
+		t.Errorf("u: %+v", eu)
+	}
+	if d.Comms[0].LastCompletedSeq != 2 || d.Comms[0].LastStartedSeq != 2 {
+		t.Errorf("last started %d completed %d, want 2 2", d.Comms[0].LastStartedSeq, d.Comms[0].LastCompletedSeq)
+	}
+	if ref, ok := c.Lookup(Collective, 3); !ok || ref != u {
+		t.Errorf("Lookup(3) = %+v, %v; want %+v", ref, ok, u)
+	}
+	if _, ok := c.Lookup(PointToPoint, 3); ok {
+		t.Error("Lookup found a p2p entry that does not exist")
+	}
+	if ea.EnqueuedNs > d.TimeNs || d.TimeNs-ea.EnqueuedNs > int64(time.Minute) {
+		t.Errorf("enqueued %d, dump time %d", ea.EnqueuedNs, d.TimeNs)
+	}
+}
+
+// TestClosedCommsPruned: closed communicators stay in dumps up to
+// MaxClosedComms; open ones always.
+func TestClosedCommsPruned(t *testing.T) {
+	r := New(16)
+	open := r.RegisterComm(CommInfo{Name: "open", Rank: 0, Size: 1})
+	for i := range MaxClosedComms + 5 {
+		c := r.RegisterComm(CommInfo{Name: "closed", Hash: uint64(i), Rank: 0, Size: 1})
+		c.Record(Event{Op: AllReduce})
+		c.Close()
+		c.Close()
+	}
+	r.RegisterComm(CommInfo{Name: "last", Rank: 0, Size: 1})
+	d := r.Snapshot("")
+	closed, sawOpen := 0, false
+	for _, c := range d.Comms {
+		if c.Closed {
+			closed++
+		}
+		if c.ID == open.id {
+			sawOpen = true
+		}
+	}
+	if closed > MaxClosedComms || closed < MaxClosedComms-1 || !sawOpen {
+		t.Errorf("%d closed communicators kept (max %d), open kept %v", closed, MaxClosedComms, sawOpen)
+	}
+}
+
+// TestConcurrentRecordAndDump records from many goroutines while others
+// dump and resize: every entry dumped is whole (its words agree with each
+// other), as the race detector also checks.
+func TestConcurrentRecordAndDump(t *testing.T) {
+	r := New(64)
+	const writers = 8
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for w := range writers {
+		c := r.RegisterComm(CommInfo{Name: "c", Hash: uint64(w % 2), Rank: 0, Size: 1})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := uint64(1); !stop.Load(); i++ {
+				// Every field derives from v, so a torn entry shows.
+				v := i*writers + uint64(w)
+				ref := c.Record(Event{Op: AllReduce, DataType: DataType(v % 12), RedOp: RedOp(v % 5), Count: v, Stream: uintptr(v), Group: v, Watched: true})
+				if i%3 == 0 {
+					c.Start(ref)
+					c.CompleteIn(ref, time.Duration(v))
+				}
+			}
+		}()
+	}
+	// Two goroutines share one communicator, the worst case.
+	shared := r.RegisterComm(CommInfo{Name: "shared", Rank: 0, Size: 1})
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				shared.Record(Event{Op: Send, Peer: 0, Count: 5, Stream: 5, Group: 5})
+			}
+		}()
+	}
+	deadline := time.Now().Add(300 * time.Millisecond)
+	dumps := 0
+	for time.Now().Before(deadline) {
+		d := r.Snapshot("")
+		dumps++
+		for _, e := range d.Entries {
+			if e.Op == Send {
+				if e.Count != 5 || e.Stream != 5 || e.Group != 5 {
+					t.Fatalf("torn shared entry: %+v", e)
+				}
+				continue
+			}
+			v := e.Count
+			if e.Stream != Handle(v) || e.Group != v || e.DataType != DataType(v%12) || e.RedOp != RedOp(v%5) {
+				t.Fatalf("torn entry: %+v", e)
+			}
+			if e.State == Completed && e.DurationNs != int64(v) {
+				t.Fatalf("torn duration: %+v", e)
+			}
+		}
+		if dumps%10 == 0 {
+			r.SetSize(16 << (dumps / 10 % 3))
+		}
+		if err := d.Write(&bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if dumps < 2 {
+		t.Fatalf("only %d dumps", dumps)
+	}
+}
+
+func TestCPUFlagsSay(t *testing.T) {
+	info := []byte("processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n\nprocessor\t: 1\nflags\t\t: fpu\n")
+	if !cpuFlagsSay(info, "constant_tsc", "nonstop_tsc") {
+		t.Error("flags present, not seen")
+	}
+	if cpuFlagsSay(info, "constant_tsc", "rdtscp") || cpuFlagsSay([]byte("nothing"), "tsc") {
+		t.Error("missing flag reported present")
+	}
+	if chooseCounter("mono") {
+		t.Error("mono chose the counter")
+	}
+	if chooseCounter("counter") != haveCounter {
+		t.Error("counter not chosen where available")
+	}
+}
+
+// TestConverter: the counter's rate converts readings to Unix time that
+// agrees with the wall clock.
+func TestConverter(t *testing.T) {
+	c := theClock()
+	t0 := c.now()
+	before := time.Now()
+	time.Sleep(30 * time.Millisecond)
+	t1 := c.now()
+	cv := c.converter()
+	if d := time.Duration(cv.nanos(t1 - t0)); d < 25*time.Millisecond || d > 2*time.Second {
+		t.Errorf("%v measured across a 30ms sleep (clock %s)", d, c.name())
+	}
+	if got := time.Unix(0, cv.unix(t0)); got.Sub(before).Abs() > 50*time.Millisecond {
+		t.Errorf("reading converts to %v, wall clock said %v", got, before)
+	}
+}
