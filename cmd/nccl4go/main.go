@@ -78,7 +78,6 @@ var commands = []command{
 	{"perf", "measure bandwidth and latency as nccl-tests does (perf TEST, perf compare)", runPerf},
 	{"trace", "read the flight recorder's dumps of all ranks and say what went wrong (trace analyze)", runTrace},
 	{"run", "start N ranks of a program on this machine, torchrun-style, and supervise them", runCmd},
-	{"trace", "read the flight recorder's dumps of all ranks and say what went wrong (trace analyze)", runTrace},
 }
 
 // usageError is a bad command line; usage, when set, prints the relevant help.
