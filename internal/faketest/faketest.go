@@ -24,12 +24,12 @@ package faketest
 
 import (
 	"bufio"
-	"flag"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
