@@ -120,6 +120,9 @@ func (c *Communicator) prepare(op string) error {
 	c.mu.Lock()
 	if c.ptr != 0 && c.coll.ptr != c.ptr {
 		c.coll = collState{ptr: c.ptr, release: r, cc: major*10 + minor}
+		if c.identity {
+			c.registerTraceLocked() // record.go
+		}
 	}
 	c.mu.Unlock()
 	return nil

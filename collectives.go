@@ -5,6 +5,7 @@ import (
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/trace"
 )
 
 // Collectives and point-to-point calls share one hot path (issue): the
@@ -143,27 +144,34 @@ func (c *Communicator) run(a *collCall) error {
 		if err != nil {
 			return capi.Status{}, err
 		}
+		var st capi.Status
 		switch a.kind {
 		case kAllReduce:
-			return capi.AllReduce(send, recv, count, int32(dt), int32(a.op), ptr, h), nil
+			st = capi.AllReduce(send, recv, count, int32(dt), int32(a.op), ptr, h)
 		case kBroadcast:
-			return capi.Broadcast(send, recv, count, int32(dt), a.root, ptr, h), nil
+			st = capi.Broadcast(send, recv, count, int32(dt), a.root, ptr, h)
 		case kReduce:
-			return capi.Reduce(send, recv, count, int32(dt), int32(a.op), a.root, ptr, h), nil
+			st = capi.Reduce(send, recv, count, int32(dt), int32(a.op), a.root, ptr, h)
 		case kAllGather:
-			return capi.AllGather(send, recv, count, int32(dt), ptr, h), nil
+			st = capi.AllGather(send, recv, count, int32(dt), ptr, h)
 		case kReduceScatter:
-			return capi.ReduceScatter(send, recv, count, int32(dt), int32(a.op), ptr, h), nil
+			st = capi.ReduceScatter(send, recv, count, int32(dt), int32(a.op), ptr, h)
 		case kAllToAll:
-			return capi.AlltoAll(send, recv, count, int32(dt), ptr, h), nil
+			st = capi.AlltoAll(send, recv, count, int32(dt), ptr, h)
 		case kGather:
-			return capi.Gather(send, recv, count, int32(dt), a.root, ptr, h), nil
+			st = capi.Gather(send, recv, count, int32(dt), a.root, ptr, h)
 		case kScatter:
-			return capi.Scatter(send, recv, count, int32(dt), a.root, ptr, h), nil
+			st = capi.Scatter(send, recv, count, int32(dt), a.root, ptr, h)
 		case kSend:
-			return capi.Send(send, count, int32(dt), a.root, ptr, h), nil
+			st = capi.Send(send, count, int32(dt), a.root, ptr, h)
+		default:
+			st = capi.Recv(recv, count, int32(dt), a.root, ptr, h)
 		}
-		return capi.Recv(recv, count, int32(dt), a.root, ptr, h), nil
+		if st.Code == 0 || Result(st.Code) == InProgress {
+			c.recordLocked(trace.Event{Op: traceOps[a.kind], DataType: trace.DataType(dt), RedOp: trace.RedOp(a.op),
+				Peer: int32(a.root), Count: count, Stream: h})
+		}
+		return st, nil
 	})
 }
 

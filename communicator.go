@@ -56,7 +56,8 @@ type Communicator struct {
 	resources []resource
 	coll      collState   // facts the collectives cache (collectives.go)
 	customOps []*CustomOp // live custom reduction operators (redop.go)
-	life      lifeState   // outputs NCCL writes later: Split/Shrink/Grow, windows (lifecycle.go)
+	life      lifeState   // outputs NCCL writes later: Split/Shrink/Grow, windows (child.go)
+	trace     traceState  // the flight recorder's view (record.go)
 	cleanup   runtime.Cleanup
 	hasClean  bool
 }
@@ -232,6 +233,7 @@ func (c *Communicator) initialize(ctx context.Context, m mode, op string, nranks
 	}
 	c.mu.Lock()
 	c.adoptLocked(ptr, dev, blocking)
+	c.trace.hash, c.trace.name = hashID(ids), cfg.commName()
 	by := c.abortReq
 	c.abortReq = ""
 	c.mu.Unlock()
@@ -361,6 +363,7 @@ func initAll(ctx context.Context, m mode, devices []int, cfg *Config) ([]*Commun
 			}
 			c := &Communicator{}
 			c.adoptLocked(ptr, d, blocking)
+			c.trace.hash, c.trace.name = hashID([]UniqueID{id}), cfg.commName()
 			comms[i] = c
 		}
 		return nil
@@ -757,6 +760,7 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		abortErr = statusErr(op, "ncclCommAbort", capi.CommAbort(ptr))
 	}
 	c.lifeAfterReleaseLocked(final, broken)
+	c.closeTraceLocked()
 	c.ptr, c.state, c.resources = 0, final, nil
 	if c.nbCounted {
 		capi.NonBlockingAdd(-1)

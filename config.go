@@ -79,6 +79,14 @@ type Config struct {
 // maxInt32 bounds what a C int argument can hold.
 const maxInt32 = int(^uint32(0) >> 1)
 
+// commName is CommName, or "" for a nil config.
+func (cfg *Config) commName() string {
+	if cfg == nil {
+		return ""
+	}
+	return cfg.CommName
+}
+
 // Ptr returns a pointer to v, for Config fields: nccl.Ptr(false).
 func Ptr[T any](v T) *T { return &v }
 

@@ -86,6 +86,9 @@ func groupStart() error {
 		runtime.UnlockOSThread()
 		return err
 	}
+	if capi.GroupDepth() == 1 {
+		groupGen.Add(1) // the flight recorder's group id (record.go)
+	}
 	return nil
 }
 

@@ -143,7 +143,7 @@ func (c *Communicator) split(ctx context.Context, m mode, color, key int, cfg *C
 	if key < math.MinInt32 || key > math.MaxInt32 {
 		return nil, argErr(op, "key", "%d: must fit in a C int", key)
 	}
-	return c.makeChild(ctx, m, op, "ncclCommSplit", cfg, color == NoColor,
+	return c.makeChild(ctx, m, op, "ncclCommSplit", cfg, color,
 		func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status {
 			return capi.CommSplit(ptr, color, key, cell, cc)
 		})
@@ -203,7 +203,7 @@ func (c *Communicator) shrink(ctx context.Context, m mode, exclude []int, cfg *C
 	if seen[rank] {
 		return nil, argErr(op, "exclude", "rank %d is this rank: excluded ranks must not call Shrink", rank)
 	}
-	return c.makeChild(ctx, m, op, "ncclCommShrink", cfg, false,
+	return c.makeChild(ctx, m, op, "ncclCommShrink", cfg, 0,
 		func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status {
 			return capi.CommShrink(ptr, slices.Clone(list), cell, cc, int(flags))
 		})
@@ -226,7 +226,7 @@ func (c *Communicator) childConfig(op string, cfg *Config, r Release) (*capi.Con
 
 // makeChild runs a Split or Shrink call and returns the child, finished as
 // m says.
-func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg *Config, noColor bool,
+func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg *Config, color int,
 	call func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status) (*Communicator, error) {
 	if c == nil {
 		return nil, &StateError{Op: op}
@@ -246,11 +246,13 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 	if err != nil {
 		return nil, err
 	}
+	noColor := color == NoColor
 	cc := &childCell{cell: capi.NewCell(), claimed: noColor}
 	var (
 		comp     completion
 		dev      int
 		blocking bool
+		hash     uint64 // the child's, for the flight recorder (record.go)
 	)
 	st, err := c.retry(ctx, op, func() (capi.Status, error) {
 		st, _, err := c.attempt(op, takeLive, func(ptr uintptr) (capi.Status, error) {
@@ -264,6 +266,8 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 				c.life.cells = append(c.life.cells, cc)
 				comp = c.completionLocked(st)
 				comp.done = false // the child is known only from the parent's state
+				hash = hashChild(c.trace.hash, op[1], c.trace.children, color)
+				c.trace.children++
 			}
 			dev, blocking = c.dev, c.blocking
 			return st, nil
@@ -285,6 +289,7 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 		return nil, statusErr(op, fn, st)
 	}
 	child := &Communicator{dev: dev, blocking: childBlocking}
+	child.trace.hash, child.trace.name = hash, cfg.commName()
 	if noColor {
 		// Nothing to wait for but the parent's own part of the collective.
 		if completes(m, blocking) && !comp.inGroup {
@@ -463,6 +468,17 @@ func (c *Communicator) grow(ctx context.Context, m mode, nranks int, id *UniqueI
 	child.mu.Lock()
 	child.adoptLocked(ptr, dev, blocking)
 	child.life.own = cell
+	// The flight recorder's hash: the existing ranks derive it from the
+	// communicator they grow, the joining ones from the id (record.go).
+	if existing {
+		c.mu.Lock()
+		child.trace.hash = hashChild(c.trace.hash, 'g', c.trace.children, nranks)
+		c.trace.children++
+		c.mu.Unlock()
+	} else {
+		child.trace.hash = hashChild(hashID([]UniqueID{*id}), 'g', 0, nranks)
+	}
+	child.trace.name = cfg.commName()
 	child.mu.Unlock()
 	if err := child.settle(ctx, m, op); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/trace"
 )
 
 // One-sided operations issued by the host (NCCL 2.29.2): PutSignal writes
@@ -53,7 +54,7 @@ func (c *Communicator) rmaCheckLocked(op string) error {
 // rmaCall makes a one-sided call on stream s: call checks the arguments
 // (c.mu held, the communicator's facts filled) and calls NCCL with the
 // communicator and stream handles, through the call path of call.go.
-func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, call func(comm, stream uintptr) (capi.Status, error)) error {
+func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, ev trace.Event, call func(comm, stream uintptr) (capi.Status, error)) error {
 	h, sdev, err := s.Resolve()
 	if err != nil {
 		return &ArgError{Op: op, Arg: "stream", Reason: "destroyed", Err: err}
@@ -68,7 +69,12 @@ func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, call func(comm, str
 		if err := c.queueCheckLocked(op, sdev); err != nil {
 			return capi.Status{}, err
 		}
-		return call(ptr, h)
+		st, err := call(ptr, h)
+		if err == nil && (st.Code == 0 || Result(st.Code) == InProgress) {
+			ev.Stream = h
+			c.recordLocked(ev)
+		}
+		return st, err
 	})
 }
 
@@ -76,7 +82,7 @@ func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, call func(comm, str
 // operations to peer on s are done (ncclSignal). peer's WaitSignal
 // consumes it. One-sided; may be grouped. NCCL 2.29.2.
 func (c *Communicator) Signal(peer int, s cuda.Stream) error {
-	return c.rmaCall("Signal", "ncclSignal", s, func(comm, stream uintptr) (capi.Status, error) {
+	return c.rmaCall("Signal", "ncclSignal", s, trace.Event{Op: trace.Signal, Peer: int32(peer)}, func(comm, stream uintptr) (capi.Status, error) {
 		if err := checkRank("Signal", "peer", peer, c.nranks); err != nil {
 			return capi.Status{}, err
 		}
@@ -101,7 +107,7 @@ func (c *Communicator) WaitSignal(descs []WaitSignalDesc, s cuda.Stream) error {
 	if len(descs) > len(small) {
 		raw = make([]capi.WaitSignalDesc, 0, len(descs))
 	}
-	return c.rmaCall(op, "ncclWaitSignal", s, func(comm, stream uintptr) (capi.Status, error) {
+	return c.rmaCall(op, "ncclWaitSignal", s, trace.Event{Op: trace.WaitSignal}, func(comm, stream uintptr) (capi.Status, error) {
 		raw = raw[:0]
 		for i, d := range descs {
 			if err := checkWaitDesc(op, i, d, c.nranks); err != nil {
@@ -143,7 +149,7 @@ func checkWaitDesc(op string, i int, d WaitSignalDesc, n int) error {
 // WaitSignal consumes the signal. One-sided; may be grouped. NCCL 2.29.2.
 func (c *Communicator) PutSignal(local Buffer, peer int, peerWin *Window, offsetElems int, s cuda.Stream) error {
 	const op = "PutSignal"
-	return c.rmaCall(op, "ncclPutSignal", s, func(comm, stream uintptr) (capi.Status, error) {
+	return c.rmaCall(op, "ncclPutSignal", s, trace.Event{Op: trace.PutSignal, Peer: int32(peer), DataType: trace.DataType(local.Type), Count: uint64(max(local.Count, 0))}, func(comm, stream uintptr) (capi.Status, error) {
 		win, off, err := c.checkPutLocked(op, local, peer, peerWin, offsetElems)
 		if err != nil {
 			return capi.Status{}, err

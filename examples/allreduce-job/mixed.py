@@ -51,12 +51,14 @@ def main():
     outcome = store.get(ns + "outcome")  # waits until rank 0 publishes
     if outcome[:1] != b"=":
         sys.exit("rank %d: the Go rank reported a failure: %s" % (rank, outcome[1:].decode(errors="replace")))
-    uid = outcome[1:129]
-    # CuPy takes the id as the tuple of 128 signed chars get_unique_id returns.
-    comm_id = tuple(b - 256 if b > 127 else b for b in uid)
+    uid = bytes(outcome[1:129])
 
     cupy.cuda.Device(args.device).use()
-    comm = nccl.NcclCommunicator(world, comm_id, rank)
+    try:
+        comm = nccl.NcclCommunicator(world, uid, rank)  # CuPy 13 and later take the 128 bytes
+    except TypeError:
+        # Older CuPy takes the tuple of 128 signed chars get_unique_id returns.
+        comm = nccl.NcclCommunicator(world, tuple(b - 256 if b > 127 else b for b in uid), rank)
     x = cupy.full(args.count, rank + 1, dtype=cupy.float32)
     stream = cupy.cuda.Stream.null
     comm.allReduce(x.data.ptr, x.data.ptr, args.count, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, stream.ptr)

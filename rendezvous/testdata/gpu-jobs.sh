@@ -34,6 +34,9 @@ check $? "mpirun -np 2"
 
 step "mixed: Go rank 0 hosts the store, Python (CuPy) rank 1 joins with torch's TCPStore client"
 export MASTER_ADDR=127.0.0.1 MASTER_PORT=${MIXED_PORT:-29555} WORLD_SIZE=2
+# One libnccl for both ranks: the one CuPy loads (the venv's), named to the Go rank.
+VENV_NCCL=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+[ -f "$VENV_NCCL" ] && export NCCL_LIBRARY=$VENV_NCCL && echo "both ranks use $VENV_NCCL"
 RANK=0 timeout 300 "$B/allreduce-job" -count $N -hostid-per-rank &
 go_pid=$!
 RANK=1 timeout 300 python3 examples/allreduce-job/mixed.py --count $N
@@ -41,5 +44,5 @@ py=$?
 wait $go_pid
 gorc=$?
 check $(( py | gorc )) "mixed Go + Python job (go $gorc, python $py)"
-unset MASTER_ADDR MASTER_PORT WORLD_SIZE
+unset MASTER_ADDR MASTER_PORT WORLD_SIZE NCCL_LIBRARY
 exit $status
