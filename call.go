@@ -66,9 +66,9 @@ func (c *Communicator) lockLive(op string) (uintptr, error) {
 		if c.life.pend != nil {
 			return c.lockPendingLocked(op) // child.go
 		}
-		st := c.state
+		st, cause := c.state, c.abortCause
 		c.mu.Unlock()
-		return 0, &StateError{Op: op, State: st.String()}
+		return 0, &StateError{Op: op, State: st.String(), Cause: cause}
 	}
 	return c.ptr, nil
 }

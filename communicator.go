@@ -37,29 +37,30 @@ import (
 // takes no new operations (ErrClosed). Do not copy
 // a Communicator once used; pass *Communicator.
 type Communicator struct {
-	mu        sync.Mutex // held for each NCCL call on ptr, never while waiting
-	ptr       uintptr    // ncclComm_t, 0 when null
-	state     commState
-	blocking  bool // Config.Blocking: NCCL runs the communicator blocking
-	dev       int  // CUDA device ordinal
-	nranks    int  // cached after the first query
-	rank      int
-	identity  bool          // nranks and rank are cached
-	finalized bool          // Finalize was called (NCCL rejects a second one)
-	revoked   bool          // Revoke was called (NCCL then refuses Finalize and new work)
-	creating  bool          // Initialize is inside NCCL's init, without mu
-	abortReq  string        // "Abort" or "Destroy" when called while creating: abort once created
-	closing   chan struct{} // a Destroy is under way: closed when it returns
-	nbCounted bool          // counted in capi.NonBlockingAdd (NCCL runs it non-blocking)
-	props     *Properties
-	propsErr  error // a query failure that cannot change (unsupported)
-	resources []resource
-	coll      collState   // facts the collectives cache (collectives.go)
-	customOps []*CustomOp // live custom reduction operators (redop.go)
-	life      lifeState   // outputs NCCL writes later: Split/Shrink/Grow, windows (child.go)
-	trace     traceState  // the flight recorder's view (record.go)
-	cleanup   runtime.Cleanup
-	hasClean  bool
+	mu         sync.Mutex // held for each NCCL call on ptr, never while waiting
+	ptr        uintptr    // ncclComm_t, 0 when null
+	state      commState
+	blocking   bool // Config.Blocking: NCCL runs the communicator blocking
+	dev        int  // CUDA device ordinal
+	nranks     int  // cached after the first query
+	rank       int
+	identity   bool          // nranks and rank are cached
+	finalized  bool          // Finalize was called (NCCL rejects a second one)
+	revoked    bool          // Revoke was called (NCCL then refuses Finalize and new work)
+	creating   bool          // Initialize is inside NCCL's init, without mu
+	abortReq   string        // "Abort" or "Destroy" when called while creating: abort once created
+	closing    chan struct{} // a Destroy is under way: closed when it returns
+	abortCause error         // AbortCause's reason: later calls' StateError wraps it
+	nbCounted  bool          // counted in capi.NonBlockingAdd (NCCL runs it non-blocking)
+	props      *Properties
+	propsErr   error // a query failure that cannot change (unsupported)
+	resources  []resource
+	coll       collState   // facts the collectives cache (collectives.go)
+	customOps  []*CustomOp // live custom reduction operators (redop.go)
+	life       lifeState   // outputs NCCL writes later: Split/Shrink/Grow, windows (child.go)
+	trace      traceState  // the flight recorder's view (record.go)
+	cleanup    runtime.Cleanup
+	hasClean   bool
 }
 
 type commState uint8
@@ -652,6 +653,23 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// AbortCause is Abort (ncclCommAbort, NCCL 2.4.2) that records why: every
+// later call on the communicator returns a *StateError that wraps cause
+// (errors.Is and errors.As reach it), so that a goroutine that did not see
+// the abort learns its reason. A watchdog that gave up on an operation
+// passes its timeout error. The first cause recorded stays.
+func (c *Communicator) AbortCause(cause error) error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	if c.abortCause == nil {
+		c.abortCause = cause
+	}
+	c.mu.Unlock()
+	return c.Abort()
 }
 
 // Abort closes the communicator's resources and frees it at once,

@@ -148,15 +148,23 @@ func argErr(op, arg, format string, a ...any) error {
 type StateError struct {
 	Op    string // what was attempted, e.g. "get nranks"
 	State string // "not initialized", "destroyed" or "aborted"
+	Cause error  // why it was aborted, when AbortCause said (a watchdog's timeout, say); else nil
 }
 
-// Error reads "nccl: cannot get nranks: communicator not initialized".
+// Error reads "nccl: cannot get nranks: communicator not initialized", with
+// the state and the abort's cause when there are.
 func (e *StateError) Error() string {
-	if e.State == "" || e.State == "not initialized" {
+	switch {
+	case e.State == "" || e.State == "not initialized":
 		return fmt.Sprintf("nccl: cannot %s: communicator not initialized", e.Op)
+	case e.Cause != nil:
+		return fmt.Sprintf("nccl: cannot %s: communicator not initialized (%s: %v)", e.Op, e.State, e.Cause)
 	}
 	return fmt.Sprintf("nccl: cannot %s: communicator not initialized (%s)", e.Op, e.State)
 }
+
+// Unwrap returns the abort's cause, if any.
+func (e *StateError) Unwrap() error { return e.Cause }
 
 // Is matches ErrNotInitialized, and ErrClosed once destroyed or aborted.
 func (e *StateError) Is(target error) bool {

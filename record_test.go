@@ -3,6 +3,8 @@ package nccl_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/nccl4go/nccl"
@@ -74,6 +76,29 @@ func TestFlightRecorderRecordsCalls(t *testing.T) {
 		}
 		if len(d.Entries) != 4 || d.Entries[0].Op != "AllReduce" || d.Entries[3].Op != "Broadcast" || d.Entries[0].Dtype != "float32" {
 			t.Fatalf("dump entries %+v", d.Entries)
+		}
+	})
+}
+
+// After AbortCause, every call says the communicator was aborted and why.
+func TestAbortCause(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, nil)
+		cause := errors.New("watchdog: AllReduce #7 did not complete in 10s")
+		if err := c.AbortCause(cause); err != nil {
+			t.Fatal(err)
+		}
+		buf := collBuf(t, 0, f32s(4)...)
+		err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{})
+		var se *nccl.StateError
+		if !errors.Is(err, cause) || !errors.Is(err, nccl.ErrClosed) || !errors.As(err, &se) || !strings.Contains(err.Error(), "AllReduce #7") {
+			t.Fatalf("AllReduce after AbortCause: %v; want a StateError wrapping the cause and ErrClosed", err)
+		}
+		if err := c.AbortCause(errors.New("second")); !errors.Is(err, nccl.ErrClosed) {
+			t.Errorf("second AbortCause: %v, want ErrClosed", err)
+		}
+		if _, err := c.NRanks(); !errors.Is(err, cause) {
+			t.Errorf("NRanks: %v; the first cause stays", err)
 		}
 	})
 }
