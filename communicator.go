@@ -581,19 +581,7 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 	for {
 		c.mu.Lock()
 		if c.ptr == 0 {
-			st, creating := c.state, c.creating
-			if creating {
-				c.abortReq = "Destroy"
-			}
-			c.mu.Unlock()
-			switch {
-			case creating:
-				// NCCL gives no handle to a blocking init in progress.
-				return fmt.Errorf("nccl: Destroy: a blocking init of this communicator is inside NCCL, which cannot be interrupted: it will be aborted as soon as NCCL returns it: %w", ErrInProgress)
-			case st == stateNull:
-				return nil
-			}
-			return fmt.Errorf("nccl: Destroy: communicator already %s: %w", st, ErrClosed)
+			return c.releaseNullLocked("Destroy")
 		}
 		busy := c.closing
 		if busy == nil {
@@ -695,19 +683,7 @@ func (c *Communicator) Abort() error {
 	}
 	c.mu.Lock()
 	if c.ptr == 0 {
-		st, creating := c.state, c.creating
-		if creating {
-			c.abortReq = "Abort"
-		}
-		c.mu.Unlock()
-		if creating {
-			// NCCL gives no handle to a blocking init in progress.
-			return fmt.Errorf("nccl: Abort: a blocking init of this communicator is inside NCCL, which cannot be interrupted: it will be aborted as soon as NCCL returns it: %w", ErrInProgress)
-		}
-		if st == stateNull {
-			return nil
-		}
-		return fmt.Errorf("nccl: Abort: communicator already %s: %w", st, ErrClosed)
+		return c.releaseNullLocked("Abort")
 	}
 	c.mu.Unlock()
 	if err := c.notInGroup("Abort", c.Ptr()); err != nil {
@@ -715,6 +691,26 @@ func (c *Communicator) Abort() error {
 	}
 	err := c.closeResources()
 	return errors.Join(err, c.release("Abort", "ncclCommAbort", capi.CommAbort, stateAborted))
+}
+
+// releaseNullLocked is what Destroy and Abort (op) do to a communicator
+// without an NCCL pointer (mu held; it releases it): nothing for the null
+// communicator, ErrClosed once destroyed or aborted, and ErrInProgress during
+// a blocking init, which NCCL gives no handle to: the init then aborts what
+// NCCL returns.
+func (c *Communicator) releaseNullLocked(op string) error {
+	st, creating := c.state, c.creating
+	if creating {
+		c.abortReq = op
+	}
+	c.mu.Unlock()
+	switch {
+	case creating:
+		return fmt.Errorf("nccl: %s: a blocking init of this communicator is inside NCCL, which cannot be interrupted: it will be aborted as soon as NCCL returns it: %w", op, ErrInProgress)
+	case st == stateNull:
+		return nil
+	}
+	return fmt.Errorf("nccl: %s: communicator already %s: %w", op, st, ErrClosed)
 }
 
 // notInGroup refuses to finalize or free c while a group is open on this

@@ -92,21 +92,28 @@ func (e *usageError) Error() string { return e.msg }
 // run is the whole program: it parses args (without the program name) and
 // runs the subcommand, writing results to stdout and help to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return dispatch(ctx, "", commands, printUsage, args, stdout, stderr)
+}
+
+// dispatch runs the command of cmds that args[0] names: the program's
+// commands (prefix "") or a command's subcommands (prefix "trace: ", ...).
+// Help goes to stdout; a missing or unknown name is a usage error.
+func dispatch(ctx context.Context, prefix string, cmds []command, usage func(io.Writer), args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{msg: "no command given", usage: printUsage}
+		return &usageError{msg: prefix + "no command given", usage: usage}
 	}
 	name, rest := args[0], args[1:]
 	switch name {
 	case "-h", "-help", "--help", "help":
-		printUsage(stdout)
+		usage(stdout)
 		return flag.ErrHelp
 	}
-	for _, c := range commands {
+	for _, c := range cmds {
 		if c.name == name {
 			return c.run(ctx, rest, stdout, stderr)
 		}
 	}
-	return &usageError{msg: fmt.Sprintf("unknown command %q", name), usage: printUsage}
+	return &usageError{msg: fmt.Sprintf("%sunknown command %q", prefix, name), usage: usage}
 }
 
 // printUsage lists the subcommands.

@@ -21,21 +21,7 @@ var traceCommands = []command{
 
 // runTrace is `nccl4go trace <subcommand>`.
 func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return &usageError{msg: "trace: no subcommand given", usage: printTraceUsage}
-	}
-	name, rest := args[0], args[1:]
-	switch name {
-	case "-h", "-help", "--help", "help":
-		printTraceUsage(stdout)
-		return flag.ErrHelp
-	}
-	for _, c := range traceCommands {
-		if c.name == name {
-			return c.run(ctx, rest, stdout, stderr)
-		}
-	}
-	return &usageError{msg: fmt.Sprintf("trace: unknown subcommand %q", name), usage: printTraceUsage}
+	return dispatch(ctx, "trace: ", traceCommands, printTraceUsage, args, stdout, stderr)
 }
 
 // printTraceUsage lists trace's subcommands.
