@@ -118,13 +118,13 @@ func (c *Communicator) prepare(op string) error {
 		return fmt.Errorf("nccl: %s: reading the compute capability of cuda:%d: %w", op, dev, err)
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.ptr != 0 && c.coll.ptr != c.ptr {
 		c.coll = collState{ptr: c.ptr, release: r, cc: major*10 + minor}
 		if c.identity {
 			c.registerTraceLocked() // record.go
 		}
 	}
-	c.mu.Unlock()
 	return nil
 }
 
@@ -217,12 +217,10 @@ func (c *Communicator) Wait(ctx context.Context) error { return c.wait(ctx, "Wai
 // ErrInProgress while an operation runs, or the error that broke it (for
 // example ErrRemote when a peer failed). Not collective. NCCL 2.4.2.
 func (c *Communicator) AsyncError() error {
-	ptr, err := c.lockLive("get async error")
+	state, st, err := c.asyncState("get async error")
 	if err != nil {
 		return err
 	}
-	state, st := capi.CommGetAsyncError(ptr)
-	c.mu.Unlock()
 	if err := statusErr("AsyncError", "ncclCommGetAsyncError", st); err != nil {
 		return err
 	}
@@ -241,11 +239,31 @@ func (c *Communicator) AsyncError() error {
 // communicator. Errors from this package already carry it. Not collective.
 // NCCL 2.13.4.
 func (c *Communicator) LastError() (string, error) {
-	if _, err := c.lockLive("get last error"); err != nil {
+	if err := c.checkLive("get last error"); err != nil {
 		return "", err
 	}
-	c.mu.Unlock()
 	return capi.GetLastError(), nil
+}
+
+// checkLive returns lockLive's error, if any, leaving c unlocked.
+func (c *Communicator) checkLive(op string) error {
+	if _, err := c.lockLive(op); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	return nil
+}
+
+// asyncState asks NCCL for the communicator's state once
+// (ncclCommGetAsyncError), with mu held for the call only.
+func (c *Communicator) asyncState(op string) (int32, capi.Status, error) {
+	ptr, err := c.lockLive(op)
+	if err != nil {
+		return 0, capi.Status{}, err
+	}
+	defer c.mu.Unlock()
+	state, st := capi.CommGetAsyncError(ptr)
+	return state, st, nil
 }
 
 // wait polls the communicator's state, with mu released between polls,

@@ -446,26 +446,27 @@ func (c *Communicator) identityLocked(op string) (int32, error) {
 // for a communicator still being created).
 func (c *Communicator) ident(op string) (nranks, rank, dev int, err error) {
 	for {
-		if _, err := c.lockLive(op); err != nil {
-			return 0, 0, 0, err
-		}
-		if c.identity {
-			nranks, rank, dev = c.nranks, c.rank, c.dev
-			c.mu.Unlock()
-			return nranks, rank, dev, nil
-		}
-		code, err := c.identityLocked(op)
-		c.mu.Unlock()
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		if code != capi.Pending {
-			continue
+		nranks, rank, dev, code, err := c.tryIdent(op)
+		if err != nil || code != capi.Pending {
+			return nranks, rank, dev, err
 		}
 		if err := c.wait(context.Background(), op); err != nil {
 			return 0, 0, 0, err
 		}
 	}
+}
+
+// tryIdent is one attempt of ident, with mu held: code is capi.Pending
+// while NCCL is still creating the communicator.
+func (c *Communicator) tryIdent(op string) (nranks, rank, dev int, code int32, err error) {
+	if _, err := c.lockLive(op); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	defer c.mu.Unlock()
+	if code, err := c.identityLocked(op); err != nil || code == capi.Pending {
+		return 0, 0, 0, code, err
+	}
+	return c.nranks, c.rank, c.dev, 0, nil
 }
 
 // NRanks is the number of ranks (ncclCommCount, cached). NCCL 2.3.5.

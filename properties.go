@@ -75,26 +75,31 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 // The returned value is shared: callers copy what they return.
 func (c *Communicator) properties(op string) (*Properties, error) {
 	for {
-		if _, err := c.lockLive(op); err != nil {
-			return nil, err
-		}
-		if p := c.props; p != nil {
-			c.mu.Unlock()
-			return p, nil
-		}
-		code, err := c.queryPropertiesLocked(op)
-		p := c.props
-		c.mu.Unlock()
-		switch {
-		case err != nil:
-			return nil, err
-		case code != capi.Pending:
-			return p, nil
+		p, code, err := c.tryProperties(op)
+		if err != nil || code != capi.Pending {
+			return p, err
 		}
 		if err := c.wait(context.Background(), op); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// tryProperties is one attempt of properties, with mu held: code is
+// capi.Pending while NCCL is still creating the communicator.
+func (c *Communicator) tryProperties(op string) (*Properties, int32, error) {
+	if _, err := c.lockLive(op); err != nil {
+		return nil, 0, err
+	}
+	defer c.mu.Unlock()
+	if p := c.props; p != nil {
+		return p, 0, nil
+	}
+	code, err := c.queryPropertiesLocked(op)
+	if err != nil {
+		return nil, code, err
+	}
+	return c.props, code, nil
 }
 
 // Properties returns every device-API property (ncclCommQueryProperties,
