@@ -197,20 +197,12 @@ func (c *Communicator) initialize(ctx context.Context, m mode, op string, nranks
 		return err
 	}
 
-	c.mu.Lock()
-	if c.ptr != 0 || c.life.pend != nil || c.creating {
-		c.mu.Unlock()
-		return fmt.Errorf("nccl: %s: communicator already initialized (%v): %w", op, c, ErrInvalidUsage)
-	}
 	// A blocking init waits inside NCCL for every rank: do not hold mu
 	// meanwhile (nothing can use c before it has a pointer).
-	c.creating = true
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.creating, c.abortReq = false, ""
-		c.mu.Unlock()
-	}()
+	if !c.startCreating() {
+		return fmt.Errorf("nccl: %s: communicator already initialized (%v): %w", op, c, ErrInvalidUsage)
+	}
+	defer c.endCreating()
 	cell := capi.NewCell()
 	defer cell.Free()
 	var st capi.Status
@@ -232,26 +224,49 @@ func (c *Communicator) initialize(ctx context.Context, m mode, op string, nranks
 		}
 		return statusErr(op, fn, st)
 	}
-	c.mu.Lock()
-	c.adoptLocked(ptr, dev, blocking)
-	c.trace.hash, c.trace.name = hashID(ids), cfg.commName()
-	by := c.abortReq
-	c.abortReq = ""
-	c.mu.Unlock()
-	if by != "" {
+	if by := c.adoptCreated(ptr, dev, blocking, hashID(ids), cfg.commName()); by != "" {
 		return errors.Join(fmt.Errorf("nccl: %s: aborted (%s was called during the init): %w", op, by, ErrClosed), c.Abort())
 	}
 	return c.settle(ctx, m, op)
+}
+
+// startCreating marks c as being created by an init, which runs without
+// mu. It reports false, changing nothing, if c is initialized or being
+// created already.
+func (c *Communicator) startCreating() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ptr != 0 || c.life.pend != nil || c.creating {
+		return false
+	}
+	c.creating = true
+	return true
+}
+
+// endCreating ends what startCreating began, once the init has returned.
+func (c *Communicator) endCreating() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.creating, c.abortReq = false, ""
+}
+
+// adoptCreated makes c the owner of the NCCL communicator its init
+// created, with its flight recorder's identity (record.go). It returns the
+// call ("Abort" or "Destroy") that asked to abort c during the init, if any.
+func (c *Communicator) adoptCreated(ptr uintptr, dev int, blocking bool, hash uint64, name string) (abortReq string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.adoptLocked(ptr, dev, blocking)
+	c.trace.hash, c.trace.name = hash, name
+	abortReq, c.abortReq = c.abortReq, ""
+	return abortReq
 }
 
 // settle finishes the creation of c: in a group nothing can complete before
 // the group ends; otherwise it waits until NCCL is done when m or a
 // blocking communicator says so.
 func (c *Communicator) settle(ctx context.Context, m mode, op string) error {
-	c.mu.Lock()
-	blocking := c.blocking
-	c.mu.Unlock()
-	if !completes(m, blocking) || capi.GroupDepth() > 0 {
+	if _, blocking := c.devBlocking(); !completes(m, blocking) || capi.GroupDepth() > 0 {
 		return nil
 	}
 	if err := c.wait(ctx, op); err != nil {
@@ -259,6 +274,13 @@ func (c *Communicator) settle(ctx context.Context, m mode, op string) error {
 		return err
 	}
 	return nil
+}
+
+// devBlocking returns c's device and whether it is blocking.
+func (c *Communicator) devBlocking() (dev int, blocking bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dev, c.blocking
 }
 
 // adoptLocked makes c the owner of a new NCCL communicator.
@@ -510,6 +532,13 @@ func (c *Communicator) String() string {
 	return fmt.Sprintf("nccl.Communicator(rank %d/%d, cuda:%d, %#x)", c.rank, c.nranks, c.dev, c.ptr)
 }
 
+// currentState is c's state (without resolving a pending child).
+func (c *Communicator) currentState() commState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
 // Finalize flushes the communicator's outstanding operations and tears down
 // its connections (ncclCommFinalize), leaving Destroy with only local work.
 // Collective. A no-op on a null communicator. NCCL 2.14.3.
@@ -529,9 +558,7 @@ func (c *Communicator) finalize(ctx context.Context, m mode) error {
 		return nil
 	}
 	if c.Ptr() == 0 {
-		c.mu.Lock()
-		st := c.state
-		c.mu.Unlock()
+		st := c.currentState()
 		if st == stateNull {
 			return nil
 		}
@@ -580,29 +607,20 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 	// One Destroy at a time: a concurrent one waits for it, then finds the
 	// communicator closed (or, if the first was refused, destroys it).
 	for {
-		c.mu.Lock()
-		if c.ptr == 0 {
-			return c.releaseNullLocked("Destroy")
+		null, busy, err := c.claimDestroy()
+		if null {
+			return err
 		}
-		busy := c.closing
 		if busy == nil {
-			c.closing = make(chan struct{})
-			defer func() {
-				c.mu.Lock()
-				close(c.closing)
-				c.closing = nil
-				c.mu.Unlock()
-			}()
-			c.mu.Unlock()
 			break
 		}
-		c.mu.Unlock()
 		select {
 		case <-busy:
 		case <-ctx.Done():
 			return fmt.Errorf("nccl: Destroy: waiting for another goroutine's Destroy: %w", ctx.Err())
 		}
 	}
+	defer c.endDestroy()
 	if err := c.notInGroup("Destroy", c.Ptr()); err != nil {
 		return err
 	}
@@ -614,13 +632,8 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 	if err := c.closeResources(); err != nil {
 		errs = append(errs, err)
 	}
-	c.mu.Lock()
-	// An orphaned communicator (a thread ended inside a group holding its
-	// work) can be neither finalized nor destroyed: release aborts it.
-	finalized := c.finalized || c.revoked || (c.ptr != 0 && capi.GroupOrphaned(c.ptr))
-	c.mu.Unlock()
 	var err error
-	if !finalized {
+	if !c.skipsFinalize() {
 		err = c.finalize(ctx, completed)
 		var refused *groupRefusal
 		if errors.As(err, &refused) {
@@ -644,6 +657,42 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// claimDestroy makes the calling goroutine the one destroying c, or
+// returns busy, the closing channel of the Destroy under way. For a
+// communicator without an NCCL pointer it reports null, with Destroy's
+// answer (releaseNullLocked).
+func (c *Communicator) claimDestroy() (null bool, busy chan struct{}, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ptr == 0 {
+		return true, nil, c.releaseNullLocked("Destroy")
+	}
+	if c.closing != nil {
+		return false, c.closing, nil
+	}
+	c.closing = make(chan struct{})
+	return false, nil, nil
+}
+
+// endDestroy ends the Destroy claimDestroy began, letting those waiting
+// for it go on.
+func (c *Communicator) endDestroy() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.closing)
+	c.closing = nil
+}
+
+// skipsFinalize reports whether Destroy must not finalize c: it was
+// finalized or revoked already, or it is orphaned (a thread ended inside a
+// group holding its work), which can be neither finalized nor destroyed:
+// release aborts it.
+func (c *Communicator) skipsFinalize() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.finalized || c.revoked || (c.ptr != 0 && capi.GroupOrphaned(c.ptr))
+}
+
 // AbortCause is Abort (ncclCommAbort, NCCL 2.4.2) that records why: every
 // later call on the communicator returns a *StateError that wraps cause
 // (errors.Is and errors.As reach it), so that a goroutine that did not see
@@ -653,12 +702,18 @@ func (c *Communicator) AbortCause(cause error) error {
 	if c == nil {
 		return nil
 	}
+	c.recordAbortCause(cause)
+	return c.Abort()
+}
+
+// recordAbortCause keeps cause as AbortCause's reason, unless one is
+// recorded already.
+func (c *Communicator) recordAbortCause(cause error) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.abortCause == nil {
 		c.abortCause = cause
 	}
-	c.mu.Unlock()
-	return c.Abort()
 }
 
 // Abort closes the communicator's resources and frees it at once,
@@ -682,11 +737,9 @@ func (c *Communicator) Abort() error {
 	if c == nil || c.abandonPending() {
 		return nil
 	}
-	c.mu.Lock()
-	if c.ptr == 0 {
-		return c.releaseNullLocked("Abort")
+	if null, err := c.releaseNull("Abort"); null {
+		return err
 	}
-	c.mu.Unlock()
 	if err := c.notInGroup("Abort", c.Ptr()); err != nil {
 		return err
 	}
@@ -694,17 +747,27 @@ func (c *Communicator) Abort() error {
 	return errors.Join(err, c.release("Abort", "ncclCommAbort", capi.CommAbort, stateAborted))
 }
 
+// releaseNull is releaseNullLocked when c has no NCCL pointer: null
+// reports whether it had none.
+func (c *Communicator) releaseNull(op string) (null bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ptr != 0 {
+		return false, nil
+	}
+	return true, c.releaseNullLocked(op)
+}
+
 // releaseNullLocked is what Destroy and Abort (op) do to a communicator
-// without an NCCL pointer (mu held; it releases it): nothing for the null
-// communicator, ErrClosed once destroyed or aborted, and ErrInProgress during
-// a blocking init, which NCCL gives no handle to: the init then aborts what
-// NCCL returns.
+// without an NCCL pointer (mu held): nothing for the null communicator,
+// ErrClosed once destroyed or aborted, and ErrInProgress during a blocking
+// init, which NCCL gives no handle to: the init then aborts what NCCL
+// returns.
 func (c *Communicator) releaseNullLocked(op string) error {
 	st, creating := c.state, c.creating
 	if creating {
 		c.abortReq = op
 	}
-	c.mu.Unlock()
 	switch {
 	case creating:
 		return fmt.Errorf("nccl: %s: a blocking init of this communicator is inside NCCL, which cannot be interrupted: it will be aborted as soon as NCCL returns it: %w", op, ErrInProgress)
