@@ -20,6 +20,12 @@
 //   FAKE_CUDA_CC       compute capability as major*10+minor (default 90)
 //   FAKE_CUDA_MEM      bytes of memory per device (default 80 GiB)
 //   FAKE_CUDA_DRIVER   cuDriverGetVersion (default 13000)
+//   FAKE_CUDA_EVENT_HANG n: every cuEventRecord after the n-th (counted in the
+//                      process) records work that never completes: cuEventQuery
+//                      returns CUDA_ERROR_NOT_READY for that event from then on
+//                      (a hung kernel, for watchdog tests; cuEventSynchronize
+//                      still returns at once, since a test cannot use a wait
+//                      that never returns). Read at the first cuEventRecord.
 //
 // Helpers for the fake NCCL (fakenccl.c), which finds them with
 // dlopen(NCCL4GO_CUDA_LIBRARY, RTLD_NOLOAD) and dlsym, are the fakecuda_*
@@ -602,6 +608,10 @@ struct event {
 
 static struct event *events;
 
+// FAKE_CUDA_EVENT_HANG (defined at the end of the file; mu held).
+static void event_hang_note_locked(struct event *e);
+static int event_hung_locked(struct event *e);
+
 enum { EVENT_DISABLE_TIMING = 0x2, EVENT_FLAGS = 0x1 | 0x2 | 0x4 };
 
 static struct event *lookup_event_locked(void *h) {
@@ -661,6 +671,7 @@ EXPORT int cuEventRecord(void *event, void *stream) {
 	} else {
 		clock_gettime(CLOCK_MONOTONIC, &e->when);
 		e->recorded = 1;
+		event_hang_note_locked(e);
 	}
 	pthread_mutex_unlock(&mu);
 	return r;
@@ -674,7 +685,14 @@ EXPORT int cuEventSynchronize(void *event) {
 	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-EXPORT int cuEventQuery(void *event) { return cuEventSynchronize(event); }
+EXPORT int cuEventQuery(void *event) {
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	struct event *e = lookup_event_locked(event);
+	int r = !e ? CUDA_ERROR_INVALID_HANDLE : event_hung_locked(e) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	pthread_mutex_unlock(&mu);
+	return r;
+}
 
 // cuEventElapsedTime: both events recorded, with timing, on one device.
 EXPORT int cuEventElapsedTime(float *ms, void *start, void *end) {
@@ -1120,4 +1138,46 @@ EXPORT long fakecuda_graph_launches(void) {
 	long n = graph_launches;
 	pthread_mutex_unlock(&mu);
 	return n;
+}
+
+// ---------------------------------------------------------------------------
+// FAKE_CUDA_EVENT_HANG: events recorded after the n-th cuEventRecord never
+// complete. The hung events are kept in a growing array (mu held).
+
+static struct {
+	int read;       // the knob was read
+	long after;     // records before the hang; < 0: the knob is unset
+	long records;   // cuEventRecord calls that recorded
+	struct event **hung;
+	size_t n, cap;
+} event_hang = {.after = -1};
+
+static void event_hang_note_locked(struct event *e) {
+	if (!event_hang.read) {
+		const char *s = getenv("FAKE_CUDA_EVENT_HANG");
+		event_hang.after = (s && *s) ? atol(s) : -1;
+		event_hang.read = 1;
+	}
+	if (event_hang.after < 0 || ++event_hang.records <= event_hang.after || event_hung_locked(e)) {
+		return;
+	}
+	if (event_hang.n == event_hang.cap) {
+		size_t cap = event_hang.cap ? 2 * event_hang.cap : 16;
+		struct event **p = realloc(event_hang.hung, cap * sizeof *p);
+		if (!p) {
+			return;
+		}
+		event_hang.hung = p;
+		event_hang.cap = cap;
+	}
+	event_hang.hung[event_hang.n++] = e;
+}
+
+static int event_hung_locked(struct event *e) {
+	for (size_t i = 0; i < event_hang.n; i++) {
+		if (event_hang.hung[i] == e) {
+			return 1;
+		}
+	}
+	return 0;
 }

@@ -1,0 +1,71 @@
+package cuda
+
+import "github.com/nccl4go/nccl/internal/capi"
+
+// EventFlag selects how an event behaves (CU_EVENT_* flags of cuEventCreate).
+type EventFlag uint32
+
+// Event flags.
+const (
+	// EventBlockingSync makes Synchronize sleep instead of spinning
+	// (CU_EVENT_BLOCKING_SYNC).
+	EventBlockingSync EventFlag = 0x1
+	// EventDisableTiming records no time stamp (CU_EVENT_DISABLE_TIMING):
+	// recording and querying cost less; Elapsed fails on such an event.
+	// The watchdog records one of these per operation.
+	EventDisableTiming EventFlag = 0x2
+	// EventInterprocess lets the event be shared between processes; it
+	// needs EventDisableTiming (CU_EVENT_INTERPROCESS).
+	EventInterprocess EventFlag = 0x4
+)
+
+const eventFlagsKnown = EventBlockingSync | EventDisableTiming | EventInterprocess
+
+// NewEventFlags creates an event on the device with the given flags
+// (cuEventCreate). NewEvent is NewEventFlags(0). Destroy it when done.
+func (d Device) NewEventFlags(flags EventFlag) (*Event, error) {
+	if flags&^eventFlagsKnown != 0 {
+		return nil, &ArgError{Op: "NewEventFlags", Arg: "flags", Reason: "unknown event flags"}
+	}
+	if flags&EventInterprocess != 0 && flags&EventDisableTiming == 0 {
+		return nil, &ArgError{Op: "NewEventFlags", Arg: "flags", Reason: "EventInterprocess needs EventDisableTiming"}
+	}
+	ctx, err := d.context("NewEventFlags")
+	if err != nil {
+		return nil, err
+	}
+	h, r := capi.CuEventCreate(ctx, uint32(flags))
+	if err := check("NewEventFlags", "cuEventCreate", r); err != nil {
+		return nil, err
+	}
+	return &Event{h: h, dev: d}, nil
+}
+
+// Device is the device the event belongs to.
+func (e *Event) Device() Device { return e.dev }
+
+// RecordHandle is Record on a raw stream handle (a CUstream or
+// cudaStream_t of the event's device; 0 is that device's legacy default
+// stream), for callers that hold the handle rather than a Stream, such as
+// an nccl.Observer. It allocates nothing.
+func (e *Event) RecordHandle(stream uintptr) error {
+	ctx, err := e.ctx("Event.RecordHandle")
+	if err != nil {
+		return err
+	}
+	return check("Event.RecordHandle", "cuEventRecord", capi.CuEventRecord(ctx, e.h, stream))
+}
+
+// Query is the driver's answer to cuEventQuery, as a code: Success once
+// the recorded work is done, NotReady while it is not, another code when
+// the event cannot be queried (InvalidHandle for a destroyed event;
+// CUDA_ERROR_CAPTURED_EVENT, 907, for one last recorded in a stream being
+// captured into a graph). Done wraps the same call in an error; Query
+// allocates nothing, for pollers.
+func (e *Event) Query() Result {
+	ctx, err := e.ctx("Event.Query")
+	if err != nil {
+		return InvalidHandle
+	}
+	return Result(capi.CuEventQuery(ctx, e.h))
+}

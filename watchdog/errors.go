@@ -1,0 +1,125 @@
+package watchdog
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nccl4go/nccl/trace"
+)
+
+// Operation describes the operation a watchdog gave up on.
+type Operation struct {
+	Op       trace.Op       // AllReduce, Send, ...
+	Seq      uint64         // its sequence number: among collectives (the same on every rank), or among point-to-point operations
+	Count    uint64         // the NCCL call's count, in elements (Op.HasData)
+	DataType trace.DataType // element type (Op.HasData)
+	Peer     int            // root of a rooted collective, peer of a point-to-point operation; -1 otherwise
+	Stream   uintptr        // the CUDA stream it was enqueued on
+}
+
+// String names the operation: "AllReduce #17 (1024 float32)",
+// "Send p2p#3 (16 bfloat16, to rank 1)".
+func (o Operation) String() string {
+	var b strings.Builder
+	b.WriteString(o.Op.String())
+	if o.Op.Class() == trace.PointToPoint {
+		fmt.Fprintf(&b, " p2p#%d", o.Seq)
+	} else {
+		fmt.Fprintf(&b, " #%d", o.Seq)
+	}
+	var args []string
+	if o.Op.HasData() {
+		args = append(args, fmt.Sprintf("%d %s", o.Count, o.DataType))
+	}
+	switch {
+	case o.Op.HasRoot() && o.Peer >= 0:
+		args = append(args, fmt.Sprintf("root %d", o.Peer))
+	case o.Op == trace.Recv && o.Peer >= 0:
+		args = append(args, fmt.Sprintf("from rank %d", o.Peer))
+	case o.Op.HasPeer() && o.Peer >= 0:
+		args = append(args, fmt.Sprintf("to rank %d", o.Peer))
+	}
+	if len(args) > 0 {
+		b.WriteString(" (" + strings.Join(args, ", ") + ")")
+	}
+	return b.String()
+}
+
+// Comm identifies the communicator a failure happened on.
+type Comm struct {
+	Name       string // trace name: Config.CommName, or "comm-<hash>"
+	Hash       uint64 // the same on every rank of the communicator
+	Rank, Size int
+}
+
+func (c Comm) String() string { return fmt.Sprintf("%s rank %d/%d", c.Name, c.Rank, c.Size) }
+
+// TimeoutError says that an operation did not complete on the GPU within
+// the watchdog's timeout. Its message names the operation, its sequence
+// number and how long it waited, what the watchdog did about it, and where
+// the flight recorder was dumped:
+//
+//	watchdog: AllReduce #17 (1024 float32) on world rank 2/4 did not complete in 10s; communicator aborted; flight recorder dumped to /dumps/nccl4go-trace-rank2-pid77-1718000000000.json
+type TimeoutError struct {
+	Comm    Comm
+	Op      Operation
+	Waited  time.Duration // from when the operation was first seen at the head of its stream to the timeout
+	Timeout time.Duration // Options.Timeout
+	Action  Action        // what the watchdog did to the communicator
+	// ActionErr is the error the action returned (a Revoke on an NCCL
+	// without it, an Abort refused while a group holds the communicator).
+	ActionErr error
+	Dump      string // the dump's file; "" when none was written
+	DumpErr   error  // why no dump was written, if one was asked for
+	Pending   int    // operations of the communicator not completed, this one included
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("watchdog: %s on %s did not complete in %s%s", e.Op, e.Comm, e.Waited.Round(time.Millisecond), tail(e.Action, e.ActionErr, e.Dump, e.DumpErr))
+}
+
+// AsyncError says that NCCL reported the communicator broken
+// (ncclCommGetAsyncError: a peer failed, a network error, ...). Err is
+// NCCL's error (an *nccl.Error; errors.Is(err, nccl.ErrRemote) and friends
+// work through Unwrap). Oldest is the oldest operation not completed when
+// it was seen, if any.
+type AsyncError struct {
+	Comm      Comm
+	Err       error
+	Oldest    *Operation
+	Waited    time.Duration // how long Oldest had been at the head of its stream
+	Action    Action
+	ActionErr error
+	Dump      string
+	DumpErr   error
+	Pending   int
+}
+
+func (e *AsyncError) Error() string {
+	what := ""
+	if e.Oldest != nil {
+		what = fmt.Sprintf(" with %s not completed after %s", e.Oldest, e.Waited.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("watchdog: %s broke%s: %v%s", e.Comm, what, e.Err, tail(e.Action, e.ActionErr, e.Dump, e.DumpErr))
+}
+
+// Unwrap is NCCL's error.
+func (e *AsyncError) Unwrap() error { return e.Err }
+
+func tail(a Action, aerr error, dump string, derr error) string {
+	var b strings.Builder
+	switch {
+	case aerr != nil:
+		fmt.Fprintf(&b, "; %s failed: %v", a.verb(), aerr)
+	case a != ActionNone:
+		fmt.Fprintf(&b, "; communicator %s", a.past())
+	}
+	switch {
+	case dump != "":
+		b.WriteString("; flight recorder dumped to " + dump)
+	case derr != nil:
+		fmt.Fprintf(&b, "; flight recorder not dumped: %v", derr)
+	}
+	return b.String()
+}

@@ -1,0 +1,500 @@
+package watchdog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/trace"
+)
+
+// Action is what the watchdog does to a communicator that failed.
+type Action int
+
+const (
+	// ActionAbort aborts the communicator (nccl.Communicator.AbortCause): its
+	// kernels are freed, and every later call on it returns an
+	// *nccl.StateError wrapping the watchdog's error. The default.
+	ActionAbort Action = iota
+	// ActionRevoke revokes the communicator (ncclCommRevoke, NCCL 2.28.7):
+	// its operations in flight stop, it takes no new ones, and it can still
+	// be shrunk, split or destroyed.
+	ActionRevoke
+	// ActionNone leaves the communicator alone: the watchdog dumps and
+	// reports (Err, Done, OnFailure), and the program recovers itself, for
+	// example with Shrink(dead ranks, ShrinkAbort), which cancels the
+	// parent's operations on the device, then Abort of the parent.
+	ActionNone
+)
+
+func (a Action) String() string {
+	switch a {
+	case ActionAbort:
+		return "abort"
+	case ActionRevoke:
+		return "revoke"
+	case ActionNone:
+		return "none"
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+func (a Action) verb() string {
+	if a == ActionRevoke {
+		return "revoke"
+	}
+	return "abort"
+}
+
+func (a Action) past() string {
+	if a == ActionRevoke {
+		return "revoked"
+	}
+	return "aborted"
+}
+
+// Defaults.
+const (
+	DefaultTimeout      = 10 * time.Minute       // PyTorch's default collective timeout
+	DefaultPollInterval = 100 * time.Millisecond // how often the GPU's progress is looked at
+	DefaultExitCode     = 6                      // the status of a process ended by SIGABRT, as PyTorch's watchdog ends it
+)
+
+// Options configure a watchdog. The zero value (or nil) is usable.
+type Options struct {
+	// Timeout is how long an operation may take on the GPU, counted from
+	// when everything queued before it on its stream (and watched) has
+	// completed; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// PollInterval is how often the process's poller queries the watched
+	// operations' events and the communicator's asynchronous error;
+	// 0 means DefaultPollInterval, or Timeout/4 when that is shorter.
+	// Timeouts are detected up to one interval late.
+	PollInterval time.Duration
+	// DumpDir is where the flight recorder (trace.Default) is dumped on a
+	// failure; "" means os.TempDir(). NoDump turns the dump off.
+	DumpDir string
+	NoDump  bool
+	// Store, when set, is the job's store: on a failure the watchdog asks
+	// every rank watching it (trace.Recorder.WatchDumpRequests) to dump too.
+	Store trace.Store
+	// Action is what to do to the communicator on a failure: ActionAbort
+	// (the default), ActionRevoke or ActionNone.
+	Action Action
+	// OnFailure, when set, is called once on a failure, after the dump and
+	// the action, on a goroutine of the watchdog's, with the *TimeoutError
+	// or *AsyncError.
+	OnFailure func(err error)
+	// Exit ends the process with os.Exit(ExitCode) after the dump, the
+	// action and OnFailure, as PyTorch's TORCH_NCCL_ASYNC_ERROR_HANDLING=1
+	// does: a rank of a job that cannot go on leaves, so the launcher (or
+	// the scheduler) restarts the job. The error is printed to standard
+	// error first. If the action has not returned within 10 s (see the
+	// package documentation: an abort waits for a call inside NCCL), the
+	// process exits anyway.
+	Exit bool
+	// ExitCode is the status Exit ends the process with; 0 means
+	// DefaultExitCode.
+	ExitCode int
+}
+
+// Watchdog watches one communicator's operations. Its methods are safe for
+// concurrent use.
+type Watchdog struct {
+	c     *nccl.Communicator
+	opts  Options
+	dev   cuda.Device
+	comm  Comm
+	prev  nccl.Observer
+	begun time.Time
+
+	// mu guards what Queued touches; Queued runs under the communicator's
+	// lock, so only the poller contends for it.
+	mu       sync.Mutex
+	free     []*cuda.Event // events whose work completed, for reuse
+	events   int           // events made (free, in flight or abandoned)
+	incoming []entry       // recorded, not yet taken by the poller
+	deferred []entry       // queued inside a group or on a non-blocking communicator: no event yet
+	serial   uint64        // operations queued so far
+	closed   bool          // stopped or failed: Queued does nothing
+	dropped  uint64        // operations not watched (event creation or record failed)
+
+	nonBlocking atomic.Bool // the communicator returns ncclInProgress: events wait for the next call
+
+	// The poller's own state (pollMu held while the poller works on it).
+	pollMu       sync.Mutex
+	pending      []entry // in queue order
+	spare        []entry
+	blocked      []uintptr      // streams with an operation not done, during a tick
+	freed        []*cuda.Event  // events done, during a tick
+	unregistered atomic.Bool    // Stop began: the poller leaves it alone
+	asyncRun     sync.WaitGroup // the asynchronous-error poll in flight
+	asyncOn      atomic.Bool
+	asyncOut     atomic.Pointer[asyncResult]
+
+	failed   atomic.Bool
+	done     chan struct{} // closed once failed (err set) or stopped
+	doneOnce sync.Once
+	errMu    sync.Mutex
+	err      error // the failure, set once
+	stopOnce sync.Once
+}
+
+type asyncResult struct {
+	err    error
+	before uint64 // serial when the poll began: deferred entries below it are launched
+}
+
+// entry is one watched operation.
+type entry struct {
+	ev      *cuda.Event // nil while deferred
+	tr      *trace.Comm
+	ref     trace.Ref
+	e       trace.Event
+	serial  uint64
+	seen    time.Duration // since begun: when the poller first saw it
+	started time.Duration // when it reached the head of its stream; 0: not yet
+}
+
+// Watch starts watching c: every operation c queues from now on records a
+// timing-disabled CUDA event on its stream, which one goroutine of the
+// process polls, with c's asynchronous error. On a timeout or an
+// asynchronous error the watchdog dumps the flight recorder, acts on the
+// communicator (Options.Action), and reports (Err, Done, OnFailure,
+// Options.Exit). Stop ends the watch. c must be initialized; an observer
+// c already had keeps being told of every operation.
+func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.Timeout < 0 || opts.PollInterval < 0 {
+		return nil, fmt.Errorf("watchdog: Watch: negative Timeout (%v) or PollInterval (%v)", opts.Timeout, opts.PollInterval)
+	}
+	if opts.Action < ActionAbort || opts.Action > ActionNone {
+		return nil, fmt.Errorf("watchdog: Watch: unknown Action %d", int(opts.Action))
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = min(DefaultPollInterval, opts.Timeout/4)
+	}
+	if opts.PollInterval < time.Millisecond {
+		opts.PollInterval = time.Millisecond
+	}
+	if opts.DumpDir == "" {
+		opts.DumpDir = os.TempDir()
+	}
+	if opts.ExitCode == 0 {
+		opts.ExitCode = DefaultExitCode
+	}
+	if c == nil {
+		return nil, errors.New("watchdog: Watch: nil communicator")
+	}
+	dev, err := c.Device()
+	if err != nil {
+		return nil, fmt.Errorf("watchdog: Watch: %w", err)
+	}
+	tc, err := c.TraceComm()
+	if err != nil {
+		return nil, fmt.Errorf("watchdog: Watch: %w", err)
+	}
+	info := tc.Info()
+	w := &Watchdog{
+		c: c, opts: opts, dev: dev, begun: time.Now(),
+		comm: Comm{Name: info.Name, Hash: info.Hash, Rank: info.Rank, Size: info.Size},
+		done: make(chan struct{}),
+	}
+	if b, ok := any(c).(interface{ Blocking() bool }); ok && !b.Blocking() {
+		w.nonBlocking.Store(true)
+	} else if os.Getenv("NCCL_COMM_BLOCKING") == "0" {
+		w.nonBlocking.Store(true)
+	}
+	// Warm the pool: the first operations then create no event.
+	for range 4 {
+		ev, err := dev.NewEventFlags(cuda.EventDisableTiming)
+		if err != nil {
+			w.destroyEvents()
+			return nil, fmt.Errorf("watchdog: Watch: creating events: %w", err)
+		}
+		w.free = append(w.free, ev)
+		w.events++
+	}
+	prev, err := c.SetObserver(w)
+	if err != nil {
+		w.destroyEvents()
+		return nil, fmt.Errorf("watchdog: Watch: %w", err)
+	}
+	if pw, ok := prev.(*Watchdog); ok && pw != w && !pw.failed.Load() && !pw.isStopped() {
+		c.SetObserver(prev)
+		w.destroyEvents()
+		return nil, fmt.Errorf("watchdog: Watch: %s is already watched", w.comm)
+	}
+	w.prev = prev
+	register(w)
+	return w, nil
+}
+
+// Queued is the nccl.Observer hook: it runs under the communicator's lock
+// right after NCCL accepted an operation, records an event on its stream
+// and hands it to the poller. Not for direct use.
+func (w *Watchdog) Queued(op nccl.QueuedOp) {
+	if w.prev != nil {
+		w.prev.Queued(op)
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.serial++
+	en := entry{tr: op.Trace, ref: op.Ref, e: op.Event, serial: w.serial}
+	// A group's operations reach the GPU when the group ends, and a
+	// non-blocking communicator's when NCCL's thread launches them: both
+	// before the communicator's next operation is accepted. Their events
+	// are recorded then.
+	if len(w.deferred) > 0 && (op.Event.Group == 0 || op.Event.Group != w.deferred[0].e.Group) {
+		w.flushLocked(len(w.deferred))
+	}
+	if op.Event.Group != 0 || w.nonBlocking.Load() {
+		w.deferred = append(w.deferred, en)
+	} else {
+		w.recordLocked(en)
+	}
+	w.mu.Unlock()
+}
+
+// recordLocked records en's event and hands it to the poller (mu held).
+func (w *Watchdog) recordLocked(en entry) {
+	var ev *cuda.Event
+	if n := len(w.free); n > 0 {
+		ev = w.free[n-1]
+		w.free = w.free[:n-1]
+	} else {
+		var err error
+		if ev, err = w.dev.NewEventFlags(cuda.EventDisableTiming); err != nil {
+			w.dropped++
+			return
+		}
+		w.events++
+	}
+	if err := ev.RecordHandle(en.e.Stream); err != nil {
+		w.free = append(w.free, ev)
+		w.dropped++
+		return
+	}
+	en.ev = ev
+	w.incoming = append(w.incoming, en)
+}
+
+// flushLocked records the events of the first n deferred entries (mu held).
+func (w *Watchdog) flushLocked(n int) {
+	for _, en := range w.deferred[:n] {
+		w.recordLocked(en)
+	}
+	k := copy(w.deferred, w.deferred[n:])
+	clear(w.deferred[k:])
+	w.deferred = w.deferred[:k]
+}
+
+// Err is the failure the watchdog found (*TimeoutError or *AsyncError),
+// once it has dumped and acted; nil before, and when stopped without one.
+func (w *Watchdog) Err() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.err
+}
+
+// Done is closed when the watchdog has failed (Err says why) or stopped.
+func (w *Watchdog) Done() <-chan struct{} { return w.done }
+
+// Comm is the watched communicator's identity.
+func (w *Watchdog) Comm() Comm { return w.comm }
+
+// Stats are a watchdog's counters.
+type Stats struct {
+	Events  int    // CUDA events made (the pool, in flight, abandoned)
+	Pending int    // operations recorded and not seen complete
+	Dropped uint64 // operations not watched: an event could not be made or recorded
+}
+
+// Stats returns the watchdog's counters.
+func (w *Watchdog) Stats() Stats {
+	w.mu.Lock()
+	s := Stats{Events: w.events, Dropped: w.dropped, Pending: len(w.incoming) + len(w.deferred)}
+	w.mu.Unlock()
+	w.pollMu.Lock()
+	s.Pending += len(w.pending)
+	w.pollMu.Unlock()
+	return s
+}
+
+// Synchronize waits until the work queued on s is done, as s.Synchronize
+// does, but returns the watchdog's error as soon as it fails, and ctx's when
+// ctx ends: a wait a hang cannot hold forever. It polls with a backoff
+// from 20 µs to the poll interval.
+func (w *Watchdog) Synchronize(ctx context.Context, s cuda.Stream) error {
+	d := 20 * time.Microsecond
+	var t *time.Timer
+	done := w.done
+	for {
+		if err := w.Err(); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ok, err := s.Done()
+		if err != nil {
+			if werr := w.Err(); werr != nil {
+				return werr
+			}
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if t == nil {
+			t = time.NewTimer(d)
+			defer t.Stop()
+		} else {
+			t.Reset(d)
+		}
+		select {
+		case <-t.C:
+		case <-done:
+			done = nil // failed (Err says) or stopped (poll on)
+		case <-ctx.Done():
+		}
+		d = min(2*d, w.opts.PollInterval)
+	}
+}
+
+// Stop ends the watch: the communicator no longer records events, and the
+// watchdog's events are destroyed. It waits for the poller to let go of the
+// watchdog (and for a poll of the communicator's asynchronous error in
+// flight, which waits while a call holds the communicator inside NCCL).
+// After a failure it only releases what is left. Idempotent; Err keeps its
+// value.
+func (w *Watchdog) Stop() {
+	w.stopOnce.Do(func() {
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+		w.unregistered.Store(true)
+		unregister(w, true)
+		w.pollMu.Lock()
+		w.asyncRun.Wait()
+		w.pollMu.Unlock()
+		if !w.failed.Load() || w.opts.Action == ActionNone {
+			prev, e := w.c.SetObserver(w.prev)
+			if e == nil && prev != nil && prev != nccl.Observer(w) {
+				w.c.SetObserver(prev) // someone else's since: leave it
+			}
+		}
+		w.destroyEvents()
+		w.doneOnce.Do(func() { close(w.done) })
+	})
+}
+
+func (w *Watchdog) isStopped() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
+}
+
+// destroyEvents destroys every event of the watchdog (Queued must be off).
+// Events still pending on a stream are released by the driver once their
+// work completes.
+func (w *Watchdog) destroyEvents() {
+	w.mu.Lock()
+	evs := w.free
+	for _, en := range w.incoming {
+		evs = append(evs, en.ev)
+	}
+	w.free, w.incoming, w.deferred = nil, nil, nil
+	w.mu.Unlock()
+	w.pollMu.Lock()
+	for _, en := range w.pending {
+		evs = append(evs, en.ev)
+	}
+	w.pending = nil
+	w.pollMu.Unlock()
+	for _, ev := range evs {
+		ev.Destroy()
+	}
+}
+
+// fail dumps, acts and reports; it runs on a goroutine of its own, since
+// an abort may wait for a call inside NCCL.
+func (w *Watchdog) fail(err error) {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	reason := err.Error()
+	var dump string
+	var derr error
+	if !w.opts.NoDump {
+		dump, derr = trace.Default().DumpFile(w.opts.DumpDir, reason)
+	}
+	if w.opts.Store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		trace.Default().RequestDump(ctx, w.opts.Store, reason)
+		cancel()
+	}
+	var exitTimer *time.Timer
+	if w.opts.Exit {
+		exitTimer = time.AfterFunc(10*time.Second, func() {
+			fmt.Fprintf(os.Stderr, "%v (the %s did not return within 10 s; exiting)\n", err, w.opts.Action.verb())
+			os.Exit(w.opts.ExitCode)
+		})
+	}
+	// The error the communicator records as the abort's cause is complete
+	// before the abort; one with the action's failure is a copy.
+	withAction := func(aerr error) error {
+		switch e := err.(type) {
+		case *TimeoutError:
+			c := *e
+			c.Action, c.ActionErr, c.Dump, c.DumpErr = w.opts.Action, aerr, dump, derr
+			return &c
+		case *AsyncError:
+			c := *e
+			c.Action, c.ActionErr, c.Dump, c.DumpErr = w.opts.Action, aerr, dump, derr
+			return &c
+		}
+		return err
+	}
+	err = withAction(nil)
+	var aerr error
+	switch w.opts.Action {
+	case ActionAbort:
+		aerr = w.c.AbortCause(err)
+	case ActionRevoke:
+		aerr = w.c.Revoke(0)
+	}
+	if aerr != nil {
+		err = withAction(aerr)
+	}
+	w.errMu.Lock()
+	w.err = err
+	w.errMu.Unlock()
+	w.doneOnce.Do(func() { close(w.done) })
+	if w.opts.Action != ActionNone {
+		w.destroyEvents()
+	}
+	if w.opts.OnFailure != nil {
+		w.opts.OnFailure(err)
+	}
+	if w.opts.Exit {
+		exitTimer.Stop()
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(w.opts.ExitCode)
+	}
+}
