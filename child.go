@@ -95,6 +95,13 @@ func (c *Communicator) completionLocked(st capi.Status) completion {
 	return completion{inGroup: in, seq: c.life.groupEnds, done: !in && st.Code == 0}
 }
 
+// groupOpen is groupOpenLocked under c's mu.
+func (c *Communicator) groupOpen(cp completion) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groupOpenLocked(cp)
+}
+
 // groupOpenLocked reports whether the group of a call made inside one has
 // not ended yet (mu held). Only that group can have ended on c since: while
 // it held c, no other thread's group could queue work on c (the shim's
@@ -137,10 +144,10 @@ func groupEnded(p uintptr) {
 		return
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.ptr == p {
 		c.life.groupEnds++
 	}
-	c.mu.Unlock()
 }
 
 // ---------------------------------------------------------------------------
@@ -155,34 +162,10 @@ func (c *Communicator) resolveLocked() (done bool, err error) {
 	if p == nil {
 		return true, nil
 	}
-	par, cc := p.parent, p.cell
-	par.mu.Lock()
-	var value uintptr
-	switch {
-	case cc.final:
-		value, err = cc.value, cc.err
-	case par.groupOpenLocked(p.comp):
-		par.mu.Unlock()
+	value, done, err := p.outcome()
+	if !done {
 		return false, nil
-	default:
-		state, st := capi.CommGetAsyncError(par.ptr)
-		switch {
-		case st.Code != 0:
-			err = statusErr(p.op, "ncclCommGetAsyncError", st)
-		case Result(state) == InProgress:
-			par.mu.Unlock()
-			return false, nil
-		case state != 0:
-			err = &Error{Op: p.op, Code: Result(state), Detail: capi.GetLastError()}
-		}
-		value = cc.cell.Load()
-		if err == nil {
-			// The poll that saw success joined NCCL's job: the cell is final.
-			par.dropCellLocked(cc)
-		}
 	}
-	cc.claimed = true
-	par.mu.Unlock()
 	c.life.pend = nil
 	if err == nil && value == 0 {
 		err = &Error{Op: p.op, Code: InternalError, Detail: "NCCL reported success but stored no communicator"}
@@ -203,6 +186,45 @@ func (c *Communicator) resolveLocked() (done bool, err error) {
 	}
 	c.adoptLocked(value, p.dev, p.blocking)
 	return true, nil
+}
+
+// outcome asks the parent whether its job creating p's child is over
+// (done), and if so claims what it stored (value) or its failure (err). It
+// locks the parent's mu, after the child's (resolveLocked).
+func (p *pendingChild) outcome() (value uintptr, done bool, err error) {
+	par, cc := p.parent, p.cell
+	par.mu.Lock()
+	defer par.mu.Unlock()
+	switch {
+	case cc.final:
+		value, err = cc.value, cc.err
+	case par.groupOpenLocked(p.comp):
+		return 0, false, nil
+	default:
+		state, st := capi.CommGetAsyncError(par.ptr)
+		switch {
+		case st.Code != 0:
+			err = statusErr(p.op, "ncclCommGetAsyncError", st)
+		case Result(state) == InProgress:
+			return 0, false, nil
+		case state != 0:
+			err = &Error{Op: p.op, Code: Result(state), Detail: capi.GetLastError()}
+		}
+		value = cc.cell.Load()
+		if err == nil {
+			// The poll that saw success joined NCCL's job: the cell is final.
+			par.dropCellLocked(cc)
+		}
+	}
+	cc.claimed = true
+	return value, true, err
+}
+
+// dropCell is dropCellLocked under c's mu.
+func (c *Communicator) dropCell(cc *childCell) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropCellLocked(cc)
 }
 
 // dropCellLocked frees a child cell whose job NCCL has joined (mu held).
@@ -239,22 +261,12 @@ func (c *Communicator) awaitPending(ctx context.Context, op string) error {
 		return nil
 	}
 	for {
-		c.mu.Lock()
-		p := c.life.pend
-		if p == nil {
-			c.mu.Unlock()
-			return nil
-		}
-		done, err := c.resolveLocked()
-		c.mu.Unlock()
+		p, done, err := c.resolve()
 		if done {
 			return err
 		}
 		par := p.parent
-		par.mu.Lock()
-		open := par.groupOpenLocked(p.comp)
-		par.mu.Unlock()
-		if open {
+		if par.groupOpen(p.comp) {
 			return fmt.Errorf("nccl: %s: the communicator is created by %s in a group that has not ended: it exists once the group ends: %w", op, p.op, ErrInvalidUsage)
 		}
 		if err := par.wait(ctx, op); err != nil {
@@ -262,18 +274,25 @@ func (c *Communicator) awaitPending(ctx context.Context, op string) error {
 			// (destroyed, after NCCL finished its job): settle the child's
 			// fate. A child NCCL made is the caller's (the split succeeded);
 			// a failed one is aborted, and the wait's error says why.
-			c.mu.Lock()
-			if c.life.pend != nil {
-				c.resolveLocked()
-			}
-			ready := c.ptr != 0
-			c.mu.Unlock()
-			if ready {
+			if c.Ptr() != 0 { // resolves a child still pending
 				return nil
 			}
 			return err
 		}
 	}
+}
+
+// resolve is resolveLocked under c's mu; p is c's pending state (nil,
+// and done, when c is not a pending child).
+func (c *Communicator) resolve() (p *pendingChild, done bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p = c.life.pend
+	if p == nil {
+		return nil, true, nil
+	}
+	done, err = c.resolveLocked()
+	return p, done, err
 }
 
 // abandonPending is Abort for a pending child. It reports whether c was one
@@ -291,13 +310,19 @@ func (c *Communicator) abandonPending() bool {
 	if done {
 		return err != nil // failed: already aborted; ready: abort it normally
 	}
-	p.parent.mu.Lock()
-	p.cell.abandoned = true
-	p.cell.claimed = true
-	p.parent.mu.Unlock()
+	p.abandon()
 	c.life.pend = nil
 	c.state = stateAborted
 	return true
+}
+
+// abandon marks p's cell abandoned (and claimed): the parent aborts what
+// its job stores there. It locks the parent's mu, after the child's.
+func (p *pendingChild) abandon() {
+	p.parent.mu.Lock()
+	defer p.parent.mu.Unlock()
+	p.cell.abandoned = true
+	p.cell.claimed = true
 }
 
 // lifeBeforeReleaseLocked runs before NCCL releases c (mu held): if a

@@ -212,9 +212,7 @@ func (c *Communicator) shrink(ctx context.Context, m mode, exclude []int, cfg *C
 // childConfig encodes the config of a child made on the parent's device:
 // nil inherits the parent's config (NCCL copies it) and blocking mode.
 func (c *Communicator) childConfig(op string, cfg *Config, r Release) (*capi.Config, bool, error) {
-	c.mu.Lock()
-	dev, blocking := c.dev, c.blocking
-	c.mu.Unlock()
+	dev, blocking := c.devBlocking()
 	if cfg == nil {
 		return nil, blocking, nil
 	}
@@ -238,10 +236,9 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.lockLive(op); err != nil {
+	if err := c.checkLive(op); err != nil {
 		return nil, err
 	}
-	c.mu.Unlock()
 	ccfg, childBlocking, err := c.childConfig(op, cfg, r)
 	if err != nil {
 		return nil, err
@@ -296,9 +293,7 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 			if err := c.wait(ctx, op); err != nil {
 				return nil, err
 			}
-			c.mu.Lock()
-			c.dropCellLocked(cc) // the wait saw the job succeed and joined it
-			c.mu.Unlock()
+			c.dropCell(cc) // the wait saw the job succeed and joined it
 		}
 		return child, nil
 	}
@@ -372,9 +367,7 @@ func (c *Communicator) grow(ctx context.Context, m mode, nranks int, id *UniqueI
 	}
 	existing := c != nil && c.Ptr() != 0
 	if c != nil && !existing {
-		c.mu.Lock()
-		pending, st, creating := c.life.pend != nil, c.state, c.creating
-		c.mu.Unlock()
+		pending, st, creating := c.nullState()
 		switch {
 		case pending || creating:
 			return nil, fmt.Errorf("nccl: %s: the communicator is still being created: Wait for it first: %w", op, ErrInvalidUsage)
@@ -464,26 +457,49 @@ func (c *Communicator) grow(ctx context.Context, m mode, nranks int, id *UniqueI
 		cell.Free()
 		return nil, &Error{Op: op, Code: InternalError, Detail: "NCCL returned no communicator"}
 	}
-	child := new(Communicator)
-	child.mu.Lock()
-	child.adoptLocked(ptr, dev, blocking)
-	child.life.own = cell
 	// The flight recorder's hash: the existing ranks derive it from the
 	// communicator they grow, the joining ones from the id (record.go).
+	var hash uint64
 	if existing {
-		c.mu.Lock()
-		child.trace.hash = hashChild(c.trace.hash, 'g', c.trace.children, nranks)
-		c.trace.children++
-		c.mu.Unlock()
+		hash = c.nextChildHash('g', nranks)
 	} else {
-		child.trace.hash = hashChild(hashID([]UniqueID{*id}), 'g', 0, nranks)
+		hash = hashChild(hashID([]UniqueID{*id}), 'g', 0, nranks)
 	}
-	child.trace.name = cfg.commName()
-	child.mu.Unlock()
+	child := new(Communicator)
+	child.adoptGrown(ptr, dev, blocking, cell, hash, cfg.commName())
 	if err := child.settle(ctx, m, op); err != nil {
 		return nil, err
 	}
 	return child, nil
+}
+
+// nullState is what Grow needs to know of a communicator without an NCCL
+// pointer: whether it is being created (a pending child, or an init under
+// way), and its state.
+func (c *Communicator) nullState() (pending bool, st commState, creating bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.life.pend != nil, c.state, c.creating
+}
+
+// nextChildHash is the flight recorder's hash of c's next child made by
+// kind ('g': Grow) with arg (record.go), counted.
+func (c *Communicator) nextChildHash(kind byte, arg int) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := hashChild(c.trace.hash, kind, c.trace.children, arg)
+	c.trace.children++
+	return h
+}
+
+// adoptGrown makes c, new, the owner of the NCCL communicator Grow stored
+// in cell, which c owns from now on, with its flight recorder's identity.
+func (c *Communicator) adoptGrown(ptr uintptr, dev int, blocking bool, cell capi.Cell, hash uint64, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.adoptLocked(ptr, dev, blocking)
+	c.life.own = cell
+	c.trace.hash, c.trace.name = hash, name
 }
 
 // ---------------------------------------------------------------------------
