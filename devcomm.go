@@ -395,17 +395,11 @@ func (d *DevComm) HostPtr() (uintptr, error) {
 // made on first use (cuMemAlloc) and freed by Close.
 func (d *DevComm) DevicePtr() (uintptr, error) {
 	const op = "DevComm.DevicePtr"
-	if err := d.lock(op); err != nil {
-		return 0, err
+	p, made, b, dev, err := d.copySource(op)
+	if err != nil || made {
+		return p, err
 	}
-	if d.hasDev {
-		p := d.devMem.Ptr()
-		d.c.mu.Unlock()
-		return p, nil
-	}
-	b := d.store.Bytes()[:d.layout.devComm]
-	dev := d.c.dev
-	d.c.mu.Unlock()
+	// cuMemAlloc and the copy run without mu.
 	s, err := cuda.AllocFrom(cuda.Device(dev), b)
 	if err != nil {
 		return 0, fmt.Errorf("nccl: %s: copying the device communicator to cuda:%d: %w", op, dev, err)
@@ -421,6 +415,20 @@ func (d *DevComm) DevicePtr() (uintptr, error) {
 		d.devMem, d.hasDev = s, true
 	}
 	return d.devMem.Ptr(), nil
+}
+
+// copySource returns the device copy's address p if DevicePtr made it
+// already (made); else b, a copy of the struct, and the device to copy it
+// to.
+func (d *DevComm) copySource(op string) (p uintptr, made bool, b []byte, dev int, err error) {
+	if err := d.lock(op); err != nil {
+		return 0, false, nil, 0, err
+	}
+	defer d.c.mu.Unlock()
+	if d.hasDev {
+		return d.devMem.Ptr(), true, nil, 0, nil
+	}
+	return 0, false, d.store.Bytes()[:d.layout.devComm], d.c.dev, nil
 }
 
 // String reads "nccl.DevComm(240 bytes, ready)".

@@ -45,29 +45,38 @@ type localResource interface {
 // the C function that ends it. A resource closed already, or whose
 // communicator was released (which closed it), needs nothing.
 func closeLocal(r localResource, op, fn string) error {
+	c := r.local().c
+	for {
+		st := tryCloseLocal(r)
+		if st.Code != capi.Pending {
+			return statusErr(op, fn, st)
+		}
+		if err := c.wait(context.Background(), op); err != nil {
+			return err
+		}
+	}
+}
+
+// tryCloseLocal is one attempt of closeLocal, under c.mu: it returns
+// capi.Pending, leaving r open, while the communicator's previous operation
+// is still in progress.
+func tryCloseLocal(r localResource) capi.Status {
 	l := r.local()
 	c := l.c
-	for {
-		c.mu.Lock()
-		if l.closed || c.ptr != l.ptr {
-			l.closed = true
-			c.mu.Unlock()
-			return nil
-		}
-		st := r.destroyLocked()
-		if st.Code == capi.Pending {
-			c.mu.Unlock()
-			if err := c.wait(context.Background(), op); err != nil {
-				return err
-			}
-			continue
-		}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l.closed || c.ptr != l.ptr {
 		l.closed = true
-		c.untrackLocked(r)
-		r.forgetLocked()
-		c.mu.Unlock()
-		return statusErr(op, fn, st)
+		return capi.Status{}
 	}
+	st := r.destroyLocked()
+	if st.Code == capi.Pending {
+		return st
+	}
+	l.closed = true
+	c.untrackLocked(r)
+	r.forgetLocked()
+	return st
 }
 
 // closeLocalLocked is closeLocal for Destroy and Abort (c.mu held).
@@ -221,7 +230,7 @@ func readyLocked(r asyncResource, op string) error {
 }
 
 // lockReady locks r's communicator and checks r is usable; it returns with
-// mu held only on success.
+// mu held only on success (for the caller to release, by defer where it can).
 func lockReady(r asyncResource, op string) error {
 	c := r.async().c
 	c.mu.Lock()
@@ -238,40 +247,46 @@ func closeAsync(r asyncResource) error {
 	a := r.async()
 	c, op := a.c, a.kind.closeOp
 	for {
-		c.mu.Lock()
-		if a.state == resClosed {
-			c.mu.Unlock()
-			return nil
+		st, again, err := tryCloseAsync(r)
+		if err != nil {
+			return err
 		}
-		r.settleLocked()
-		switch a.state {
-		case resPending:
-			open := c.groupOpenLocked(a.comp)
-			c.mu.Unlock()
-			if open {
-				return fmt.Errorf("nccl: %s: %s that has not ended: close it after the group: %w", op, a.kind.inGroup, ErrInvalidUsage)
-			}
-			if err := c.wait(context.Background(), op); err != nil {
-				return err
-			}
-			continue
-		case resReady:
-			st := r.destroyLocked()
-			if st.Code == capi.Pending {
-				c.mu.Unlock()
-				if err := c.wait(context.Background(), op); err != nil {
-					return err
-				}
-				continue
-			}
-			finishCloseLocked(r)
-			c.mu.Unlock()
+		if !again {
 			return statusErr(op, a.kind.destroy, st)
 		}
-		finishCloseLocked(r)
-		c.mu.Unlock()
-		return nil
+		if err := c.wait(context.Background(), op); err != nil {
+			return err
+		}
 	}
+}
+
+// tryCloseAsync is one attempt of closeAsync, under c.mu: again reports
+// that r's creation, or the communicator's previous operation, is still in
+// progress (wait for it, then try again); otherwise st is the status of
+// the destroy, if r was ready.
+func tryCloseAsync(r asyncResource) (st capi.Status, again bool, err error) {
+	a := r.async()
+	c := a.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a.state == resClosed {
+		return st, false, nil
+	}
+	r.settleLocked()
+	switch a.state {
+	case resPending:
+		if c.groupOpenLocked(a.comp) {
+			return st, false, fmt.Errorf("nccl: %s: %s that has not ended: close it after the group: %w", a.kind.closeOp, a.kind.inGroup, ErrInvalidUsage)
+		}
+		return st, true, nil
+	case resReady:
+		st = r.destroyLocked()
+		if st.Code == capi.Pending {
+			return st, true, nil
+		}
+	}
+	finishCloseLocked(r)
+	return st, false, nil
 }
 
 // finishCloseLocked marks r closed and frees its memory, which NCCL no

@@ -209,7 +209,7 @@ func (w *Window) Err() error {
 	if err := w.lock("Window"); err != nil {
 		return err
 	}
-	w.c.mu.Unlock()
+	defer w.c.mu.Unlock()
 	return nil
 }
 
@@ -250,14 +250,14 @@ func (w *Window) UserPtr() (uintptr, error) {
 		return 0, err
 	}
 	for {
-		if err := w.lock(op); err != nil {
+		p, st, err := w.query(op, func(comm, win uintptr) (uintptr, capi.Status) {
+			return capi.WinGetUserPtr(comm, win)
+		})
+		if err != nil {
 			return 0, err
 		}
-		c := w.c
-		p, st := capi.WinGetUserPtr(c.ptr, w.handle)
-		c.mu.Unlock()
 		if st.Code == capi.Pending {
-			if err := c.wait(context.Background(), op); err != nil {
+			if err := w.c.wait(context.Background(), op); err != nil {
 				return 0, err
 			}
 			continue
@@ -270,6 +270,17 @@ func (w *Window) UserPtr() (uintptr, error) {
 		}
 		return p, nil
 	}
+}
+
+// query runs f, one NCCL call on the window, with its communicator locked
+// and the window usable: comm is the ncclComm_t, win the ncclWindow_t.
+func (w *Window) query(op string, f func(comm, win uintptr) (uintptr, capi.Status)) (uintptr, capi.Status, error) {
+	if err := w.lock(op); err != nil {
+		return 0, capi.Status{}, err
+	}
+	defer w.c.mu.Unlock()
+	p, st := f(w.c.ptr, w.handle)
+	return p, st, nil
 }
 
 // checkOffset checks a byte offset into the window.
@@ -298,11 +309,12 @@ func (w *Window) LSAPointer(lsaRank int, offsetBytes uint64) (uintptr, error) {
 	if err := w.checkOffset(op, offsetBytes); err != nil {
 		return 0, err
 	}
-	if err := w.lock(op); err != nil {
+	p, st, err := w.query(op, func(_, win uintptr) (uintptr, capi.Status) {
+		return capi.GetLsaDevicePointer(win, offsetBytes, lsaRank)
+	})
+	if err != nil {
 		return 0, err
 	}
-	p, st := capi.GetLsaDevicePointer(w.handle, offsetBytes, lsaRank)
-	w.c.mu.Unlock()
 	if err := statusErr(op, "ncclGetLsaDevicePointer", st); err != nil {
 		return 0, err
 	}
@@ -334,11 +346,12 @@ func (w *Window) PeerPointer(peer int, offsetBytes uint64) (uintptr, error) {
 	if err := w.checkOffset(op, offsetBytes); err != nil {
 		return 0, err
 	}
-	if err := w.lock(op); err != nil {
+	p, st, err := w.query(op, func(_, win uintptr) (uintptr, capi.Status) {
+		return capi.GetPeerDevicePointer(win, offsetBytes, peer)
+	})
+	if err != nil {
 		return 0, err
 	}
-	p, st := capi.GetPeerDevicePointer(w.handle, offsetBytes, peer)
-	w.c.mu.Unlock()
 	if err := statusErr(op, "ncclGetPeerDevicePointer", st); err != nil {
 		return 0, err
 	}
@@ -360,11 +373,12 @@ func (w *Window) MultimemPointer(offsetBytes uint64) (uintptr, error) {
 	if err := w.checkOffset(op, offsetBytes); err != nil {
 		return 0, err
 	}
-	if err := w.lock(op); err != nil {
+	p, st, err := w.query(op, func(_, win uintptr) (uintptr, capi.Status) {
+		return capi.GetLsaMultimemDevicePointer(win, offsetBytes)
+	})
+	if err != nil {
 		return 0, err
 	}
-	p, st := capi.GetLsaMultimemDevicePointer(w.handle, offsetBytes)
-	w.c.mu.Unlock()
 	if err := statusErr(op, "ncclGetLsaMultimemDevicePointer", st); err != nil {
 		return 0, err
 	}
