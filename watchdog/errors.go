@@ -73,10 +73,19 @@ type TimeoutError struct {
 	Dump      string // the dump's file; "" when none was written
 	DumpErr   error  // why no dump was written, if one was asked for
 	Pending   int    // operations of the communicator not completed, this one included
+	// NotLaunched says NCCL never launched the operation: queued inside a
+	// group that did not end, or on a non-blocking communicator whose
+	// operation stayed in progress; Waited then counts from when the
+	// poller first saw it queued.
+	NotLaunched bool
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("watchdog: %s on %s did not complete in %s%s", e.Op, e.Comm, e.Waited.Round(time.Millisecond), tail(e.Action, e.ActionErr, e.Dump, e.DumpErr))
+	what := "did not complete"
+	if e.NotLaunched {
+		what = "was not launched by NCCL"
+	}
+	return fmt.Sprintf("watchdog: %s on %s %s in %s%s", e.Op, e.Comm, what, e.Waited.Round(time.Millisecond), tail(e.Action, e.ActionErr, e.Dump, e.DumpErr))
 }
 
 // AsyncError says that NCCL reported the communicator broken

@@ -124,12 +124,27 @@ func (w *Watchdog) tick() tickResult {
 
 	// The last asynchronous-error poll.
 	var async error
+	var failure *TimeoutError
 	if r := w.asyncOut.Swap(nil); r != nil {
+		if !errors.Is(r.err, nccl.ErrInProgress) {
+			w.busySince = 0
+		}
 		switch {
 		case r.err == nil:
 			w.flushLaunched(r.before)
 		case errors.Is(r.err, nccl.ErrInProgress):
+			// A non-blocking communicator: its operations' events wait
+			// for NCCL to launch them. One in progress for a whole
+			// timeout is a hang too.
 			w.nonBlocking.Store(true)
+			if w.busySince == 0 {
+				w.busySince = max(now, 1)
+			} else if waited := now - w.busySince; waited >= w.opts.Timeout {
+				w.mu.Lock()
+				last := w.last
+				w.mu.Unlock()
+				failure = &TimeoutError{Comm: w.comm, Op: last.op(), Waited: waited, Timeout: w.opts.Timeout, Action: w.opts.Action, NotLaunched: true}
+			}
 		case errors.Is(r.err, nccl.ErrNotInitialized): // destroyed or aborted (StateError)
 			w.unregistered.Store(true)
 			return tickGone
@@ -138,13 +153,29 @@ func (w *Watchdog) tick() tickResult {
 		}
 	}
 
-	// Take what Queued recorded since the last tick.
+	// Take what Queued recorded since the last tick, and date the deferred
+	// operations: one NCCL never launches (a non-blocking communicator's
+	// operation in progress for good, a group that never ends) times out
+	// too.
 	w.mu.Lock()
 	in := w.incoming
 	w.incoming = w.spare[:0]
+	for i := range w.deferred {
+		if w.deferred[i].seen == 0 {
+			w.deferred[i].seen = max(now, 1)
+		}
+	}
+	if len(w.deferred) > 0 && failure == nil {
+		en := &w.deferred[0]
+		if waited := now - en.seen; waited >= w.opts.Timeout {
+			failure = &TimeoutError{Comm: w.comm, Op: en.op(), Waited: waited, Timeout: w.opts.Timeout, Action: w.opts.Action, NotLaunched: true}
+		}
+	}
 	w.mu.Unlock()
 	for i := range in {
-		in[i].seen = now
+		if in[i].seen == 0 {
+			in[i].seen = now
+		}
 	}
 	w.pending = append(w.pending, in...)
 	clear(in)
@@ -153,7 +184,6 @@ func (w *Watchdog) tick() tickResult {
 	// Look at each stream's operations in order: the first not done on a
 	// stream is running (or waiting for the work before it), the ones after
 	// it are not looked at.
-	var failure *TimeoutError
 	blocked := w.blocked[:0]
 	keep := w.pending[:0]
 	freed := w.freed[:0]

@@ -124,6 +124,7 @@ type Watchdog struct {
 	serial   uint64        // operations queued so far
 	closed   bool          // stopped or failed: Queued does nothing
 	dropped  uint64        // operations not watched (event creation or record failed)
+	last     entry         // the newest operation queued (no event)
 
 	nonBlocking atomic.Bool // the communicator returns ncclInProgress: events wait for the next call
 
@@ -134,6 +135,7 @@ type Watchdog struct {
 	blocked      []uintptr      // streams with an operation not done, during a tick
 	freed        []*cuda.Event  // events done, during a tick
 	unregistered atomic.Bool    // Stop began: the poller leaves it alone
+	busySince    time.Duration  // when the asynchronous state was first seen in progress; 0: not in progress
 	asyncRun     sync.WaitGroup // the asynchronous-error poll in flight
 	asyncOn      atomic.Bool
 	asyncOut     atomic.Pointer[asyncResult]
@@ -256,6 +258,7 @@ func (w *Watchdog) Queued(op nccl.QueuedOp) {
 	}
 	w.serial++
 	en := entry{tr: op.Trace, ref: op.Ref, e: op.Event, serial: w.serial}
+	w.last = en
 	// A group's operations reach the GPU when the group ends, and a
 	// non-blocking communicator's when NCCL's thread launches them: both
 	// before the communicator's next operation is accepted. Their events
