@@ -149,6 +149,7 @@ func endGroup(end func() capi.Status) (capi.Status, []uintptr) {
 	}
 	used := capi.GroupTake()
 	slices.Sort(used)
+	// The locks outlive this loop (released after the end, below): no defer.
 	locked := make([]*Communicator, len(used))
 	for i, p := range used {
 		if c := lookup(p); c != nil {
@@ -185,14 +186,20 @@ func waitUsed(ctx context.Context, m mode, op string, used []uintptr) error {
 		if c == nil {
 			continue
 		}
-		c.mu.Lock()
-		blocking := completes(m, c.blocking) && c.ptr == p
-		c.mu.Unlock()
-		if blocking {
+		if c.waitsAfterGroup(m, p) {
 			errs = append(errs, c.wait(ctx, op))
 		}
 	}
 	return joinDistinct(errs...)
+}
+
+// waitsAfterGroup reports whether waitUsed waits for c, which the group
+// used as the NCCL communicator p: c still owns p, and c is blocking or m
+// is completed.
+func (c *Communicator) waitsAfterGroup(m mode, p uintptr) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return completes(m, c.blocking) && c.ptr == p
 }
 
 // GroupSimulate runs fn in a group and ends it with ncclGroupSimulateEnd,
@@ -279,12 +286,12 @@ var (
 
 func simEnter(tid int) {
 	simThreads.Lock()
+	defer simThreads.Unlock()
 	if simThreads.refused == nil {
 		simThreads.refused = make(map[int]int)
 	}
 	simThreads.refused[tid] = 0
-	simThreads.Unlock()
-	simulating.Add(1)
+	simulating.Add(1) // after the registration: the hot path reads it first
 }
 
 func simLeave(tid int) int {
