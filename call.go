@@ -88,7 +88,7 @@ func (c *Communicator) lock(op string, t take) (uintptr, error) {
 		if t == takeWork || (c.coll.ptr == ptr && c.identity) {
 			return ptr, nil
 		}
-		c.mu.Unlock()
+		c.mu.Unlock() // prepare takes mu itself, and may wait
 		if err := c.prepare(op); err != nil {
 			return 0, err
 		}
