@@ -424,9 +424,6 @@ func TestGPUCycles(t *testing.T) {
 			s.free = f
 		}
 		s.goroutines = runtime.NumGoroutine()
-		for i := 0; i < 100 && runtime.NumGoroutine() > s.goroutines; i++ {
-			time.Sleep(5 * time.Millisecond)
-		}
 		ents, _ := os.ReadDir("/proc/self/fd")
 		s.fds = len(ents)
 		for _, dc := range trace.Default().Snapshot("").Comms {
@@ -438,7 +435,11 @@ func TestGPUCycles(t *testing.T) {
 	}
 	compare := func(what string, before, after snap) {
 		t.Helper()
-		t.Logf("%s: free memory %d -> %d MiB, goroutines %d -> %d, fds %d -> %d, live comms in the recorder %d -> %d",
+		for i := 0; i < 200 && after.goroutines > before.goroutines; i++ { // goroutines that are ending
+			time.Sleep(5 * time.Millisecond)
+			after.goroutines = runtime.NumGoroutine()
+		}
+		t.Logf("%s: free GPU memory %d -> %d MiB, goroutines %d -> %d, fds %d -> %d, live comms in the recorder %d -> %d",
 			what, before.free>>20, after.free>>20, before.goroutines, after.goroutines, before.fds, after.fds, before.comms, after.comms)
 		if after.free+memSlack < before.free {
 			t.Errorf("%s: %d MiB of GPU memory not given back", what, (before.free-after.free)>>20)
