@@ -421,6 +421,18 @@ func checkDuplicates(op string, devices []int, r Release) error {
 	return nil
 }
 
+// Blocking reports whether NCCL runs the communicator blocking: its
+// Config.Blocking (default true), unless NCCL_COMM_BLOCKING=0 made NCCL run
+// it non-blocking. False for a null communicator. Not an NCCL call.
+func (c *Communicator) Blocking() bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ptr != 0 && c.blocking && !c.nbCounted
+}
+
 // Ptr is the raw ncclComm_t, 0 for a null communicator. It is valid only
 // until Destroy or Abort.
 func (c *Communicator) Ptr() uintptr {

@@ -102,3 +102,19 @@ func TestAbortCause(t *testing.T) {
 		}
 	})
 }
+
+func TestBlockingAccessor(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		b := fakeComm(t, 1, 0, nil)
+		nb := fakeComm(t, 1, 0, &nccl.Config{Blocking: nccl.Ptr(false)})
+		if !b.Blocking() || nb.Blocking() {
+			t.Errorf("Blocking: %v for a blocking communicator, %v for a non-blocking one", b.Blocking(), nb.Blocking())
+		}
+		b.Destroy()
+		nb.Destroy()
+		var null nccl.Communicator
+		if b.Blocking() || null.Blocking() {
+			t.Error("a destroyed or null communicator says it is blocking")
+		}
+	})
+}
