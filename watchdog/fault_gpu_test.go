@@ -227,7 +227,16 @@ func TestGPUKilledPeer(t *testing.T) {
 		}
 
 		// Recovery: shrink the dead rank out, cancelling what is in flight.
+		// NCCL's Shrink refuses a communicator whose async error is set
+		// (ncclCommEnsureReady, seen on 2.28.3: "remote error"): Revoke it
+		// first, which NCCL has from 2.28.7.
+		if r := gputest.Require(t); r < 22807 {
+			t.Skipf("recovery: NCCL %s has no ncclCommRevoke (2.28.7), and its Shrink refuses a communicator whose peer died; the watchdog part above passed", r)
+		}
 		start := time.Now()
+		if err := c.Revoke(0); err != nil {
+			t.Fatalf("Revoke: %v", err)
+		}
 		nc, err := c.Shrink([]int{victim}, nil, nccl.ShrinkAbort)
 		gputest.SkipUnsupported(t, err)
 		if err != nil {
@@ -334,8 +343,11 @@ func TestGPUCancel(t *testing.T) {
 				child.Destroy()
 				t.Fatal("split without the peer succeeded")
 			}
-			if !errors.Is(err, context.Canceled) || took > 2*time.Second {
-				t.Errorf("SplitContext after %v: %v; want context.Canceled within 2 s", took, err)
+			// The cancel aborts the parent, and NCCL's abort joins the split's
+			// job, which can take a second.
+			t.Logf("SplitContext returned %v after its start (cancelled at 1 s): %v", took, err)
+			if !errors.Is(err, context.Canceled) || took > 4*time.Second {
+				t.Errorf("SplitContext after %v: %v; want context.Canceled within 4 s", took, err)
 			}
 		})
 	})
