@@ -21,7 +21,7 @@ func (o *seqObserver) Queued(op nccl.QueuedOp) { o.ops = append(o.ops, op) }
 // Every queued operation is recorded in the flight recorder, in order, and
 // told to the observer with its sequence number; a dump names them.
 func TestFlightRecorderRecordsCalls(t *testing.T) {
-	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=64"}}, func(t *testing.T) {
 		c := fakeComm(t, 1, 0, &nccl.Config{CommName: "world"})
 		defer c.Destroy()
 		buf := collBuf(t, 0, f32s(4)...)

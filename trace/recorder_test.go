@@ -25,7 +25,7 @@ func TestEntriesFromEnv(t *testing.T) {
 		want    int
 		hasNote bool
 	}{
-		{"", false, DefaultEntries, false},
+		{"", false, 0, false},
 		{"0", true, 0, false},
 		{"100", true, 100, false},
 		{"lots", true, DefaultEntries, true},

@@ -170,7 +170,9 @@ type entry struct {
 // asynchronous error the watchdog dumps the flight recorder, acts on the
 // communicator (Options.Action), and reports (Err, Done, OnFailure,
 // Options.Exit). Stop ends the watch. c must be initialized; an observer
-// c already had keeps being told of every operation.
+// c already had keeps being told of every operation. The flight recorder
+// (trace.Default) is turned on with trace.DefaultEntries when it is off:
+// its dump is what explains a hang.
 func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 	var opts Options
 	if o != nil {
@@ -214,10 +216,13 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 		comm: Comm{Name: info.Name, Hash: info.Hash, Rank: info.Rank, Size: info.Size},
 		done: make(chan struct{}),
 	}
-	if b, ok := any(c).(interface{ Blocking() bool }); ok && !b.Blocking() {
+	if !c.Blocking() {
 		w.nonBlocking.Store(true)
-	} else if os.Getenv("NCCL_COMM_BLOCKING") == "0" {
-		w.nonBlocking.Store(true)
+	}
+	// The flight recorder is off by default (its cost); a watched
+	// communicator needs it for the dump that explains a hang.
+	if rec := tc.Recorder(); rec.Size() == 0 {
+		rec.SetSize(trace.DefaultEntries)
 	}
 	// Warm the pool: the first operations then create no event.
 	for range 4 {
