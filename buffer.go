@@ -17,7 +17,9 @@ import (
 // off the root); everywhere else it is refused, as is a buffer of more than
 // 2^56 bytes or one that would end past the top of the address space.
 //
-// A Buffer remembers the allocation it was made from. Every operation
+// A Buffer remembers the allocation it was made from, also when a copy of it
+// is narrowed by changing Ptr, Count and Type (a block of a larger buffer,
+// with no new driver query). Every operation
 // checks, before NCCL sees the address, that the memory is device memory of
 // Device, not freed, and that [Ptr, Ptr+Bytes()) lies inside that
 // allocation (NCCL does not check pointers, and a bad one crashes the

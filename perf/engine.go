@@ -51,6 +51,10 @@ type rankState struct {
 	owned  bool // stream made here
 	send   uintptr
 	recv   uintptr
+	// sendBuf and recvBuf cover the whole allocations: each operation's
+	// buffers are narrowed from them, so the binding checks the memory
+	// against the driver once per run, not once per call (buf).
+	sendBuf, recvBuf nccl.Buffer
 }
 
 // bench is one run.
@@ -223,6 +227,8 @@ func (b *bench) setup() (*Header, error) {
 		if r.recv, err = nccl.MemAllocRaw(r.dev, b.maxB); err != nil {
 			return nil, &RunError{fmt.Sprintf("allocating %d bytes on %s", b.maxB, r.dev), err}
 		}
+		r.sendBuf = nccl.RawBuffer(r.send, int(b.maxB), nccl.Uint8, int(r.dev))
+		r.recvBuf = nccl.RawBuffer(r.recv, int(b.maxB), nccl.Uint8, int(r.dev))
 	}
 	return h, nil
 }
@@ -733,7 +739,12 @@ func (b *bench) abort() {
 
 // buf is a raw buffer of count elements of the current type on r's device.
 func (b *bench) buf(r *rankState, p uintptr, count uint64) nccl.Buffer {
-	return nccl.RawBuffer(p, int(count), b.dt.dt, int(r.dev))
+	base := r.recvBuf
+	if p >= r.send && p < r.send+uintptr(b.maxB) {
+		base = r.sendBuf
+	}
+	base.Ptr, base.Count, base.Type = p, int(count), b.dt.dt
+	return base
 }
 
 // runColl issues one operation of rank r.
