@@ -33,6 +33,7 @@ const (
 	envFaultRank = "NCCL4GO_WD_RANK"
 	envFaultN    = "NCCL4GO_WD_NRANKS"
 	envFaultID   = "NCCL4GO_WD_ID"
+	envFaultID2  = "NCCL4GO_WD_ID2" // a second id, for survivors that start a new communicator
 	envFaultTest = "NCCL4GO_WD_TEST"
 	envFaultDir  = "NCCL4GO_WD_DIR"
 )
@@ -61,6 +62,11 @@ func runFaultRanks(t *testing.T, nranks, victim int, timeout time.Duration, dir 
 		t.Fatalf("NewUniqueID: %v", err)
 	}
 	text, _ := id.MarshalText()
+	id2, err := nccl.NewUniqueID()
+	if err != nil {
+		t.Fatalf("NewUniqueID: %v", err)
+	}
+	text2, _ := id2.MarshalText()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	parts := strings.Split(t.Name(), "/")
@@ -74,7 +80,7 @@ func runFaultRanks(t *testing.T, nranks, victim int, timeout time.Duration, dir 
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.timeout="+timeout.String())
 		cmd.Env = append(os.Environ(), gputest.SafeEnv...)
 		cmd.Env = append(cmd.Env, envFaultRank+"="+strconv.Itoa(r), envFaultN+"="+strconv.Itoa(nranks),
-			envFaultID+"="+string(text), envFaultTest+"="+t.Name(), envFaultDir+"="+dir,
+			envFaultID+"="+string(text), envFaultID2+"="+string(text2), envFaultTest+"="+t.Name(), envFaultDir+"="+dir,
 			"NCCL_HOSTID=nccl4go-wd-host-"+strconv.Itoa(r), "NCCL_SOCKET_IFNAME=lo", "NCCL_IB_DISABLE=1")
 		cmd.Stdout, cmd.Stderr = &outs[r], &outs[r]
 		cmd.WaitDelay = 5 * time.Second
@@ -226,25 +232,40 @@ func TestGPUKilledPeer(t *testing.T) {
 			t.Errorf("message %q does not name AllReduce #%d", loopErr, hungSeq)
 		}
 
-		// Recovery: shrink the dead rank out, cancelling what is in flight.
-		// NCCL's Shrink refuses a communicator whose async error is set
-		// (ncclCommEnsureReady, seen on 2.28.3: "remote error"): Revoke it
-		// first, which NCCL has from 2.28.7.
-		if r := gputest.Require(t); r < 22807 {
-			t.Skipf("recovery: NCCL %s has no ncclCommRevoke (2.28.7), and its Shrink refuses a communicator whose peer died; the watchdog part above passed", r)
-		}
+		// Recovery. Shrink the dead rank out (Revoke first, NCCL 2.28.7+,
+		// to stop what is in flight). NCCL's Shrink refuses a communicator
+		// whose async error is set (ncclCommEnsureReady; seen on the H200
+		// with 2.28.3 and, after Revoke, 2.30.7: "remote error" once a
+		// socket peer died): then the survivors make a new communicator,
+		// with a second id, as an elastic job would.
 		start := time.Now()
-		if err := c.Revoke(0); err != nil {
-			t.Fatalf("Revoke: %v", err)
+		var nc *nccl.Communicator
+		if r := gputest.Require(t); r >= 22807 {
+			if err := c.Revoke(0); err != nil {
+				t.Logf("rank %d: Revoke: %v", rank, err)
+			}
+			nc, err = c.Shrink([]int{victim}, nil, nccl.ShrinkAbort)
+			t.Logf("rank %d: Shrink after Revoke: %v", rank, err)
 		}
-		nc, err := c.Shrink([]int{victim}, nil, nccl.ShrinkAbort)
-		gputest.SkipUnsupported(t, err)
-		if err != nil {
-			t.Fatalf("Shrink: %v", err)
+		if nc == nil {
+			id2, err := nccl.ParseUniqueID(os.Getenv(envFaultID2))
+			if err != nil {
+				t.Fatalf("rank %d: bad second id: %v", rank, err)
+			}
+			c.Abort()
+			newRank := rank
+			if rank > victim {
+				newRank--
+			}
+			if nc, err = nccl.Init(nranks-1, newRank, id2, &nccl.Config{Device: nccl.Ptr(0)}); err != nil {
+				t.Fatalf("rank %d: a new communicator of the survivors: %v", rank, err)
+			}
+			t.Logf("rank %d: recovered by a new communicator of %d ranks in %v", rank, nranks-1, time.Since(start))
+		} else {
+			t.Logf("rank %d: shrunk in %v", rank, time.Since(start))
+			c.Abort()
 		}
-		t.Logf("rank %d: shrunk in %v", rank, time.Since(start))
 		defer nc.Destroy()
-		c.Abort()
 		for j := range host {
 			host[j] = float32(rank + 1)
 		}
