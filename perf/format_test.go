@@ -275,3 +275,61 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// nccltests_h200_allreduce.txt is nccl-tests 2.19.6's own output, saved from
+// a run on an H200 (NCCL 2.28.3): all_reduce_perf -b 8 -e 1G -f 2 -g 1 -n 100
+// -w 20 -c 0. Every row, parsed and printed again by TableWriter, and the
+// column titles and footer, must come out byte for byte (the first lines
+// name the program and the devices, which differ by design).
+func TestTableMatchesSavedNCCLTestsOutput(t *testing.T) {
+	data, err := os.ReadFile("testdata/nccltests_h200_allreduce.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := string(data)
+	cell := func(f []string) Cell {
+		num := func(s string) float64 {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				t.Fatalf("%q: %v", s, err)
+			}
+			return v
+		}
+		c := Cell{Time: num(f[0]), AlgBW: num(f[1]), BusBW: num(f[2])}
+		if f[3] != "N/A" {
+			c.Wrong, c.Checked = int64(num(f[3])), true
+		}
+		return c
+	}
+	var rows []Row
+	for _, line := range strings.Split(saved, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 13 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		size, _ := strconv.ParseUint(f[0], 10, 64)
+		count, _ := strconv.ParseUint(f[1], 10, 64)
+		root, _ := strconv.Atoi(f[4])
+		rows = append(rows, Row{Size: size, Count: count, Type: f[2], Op: f[3], Root: root, OutOfPlace: cell(f[5:9]), InPlace: cell(f[9:13])})
+	}
+	if len(rows) != 28 {
+		t.Fatalf("%d rows read from the saved output, want 28 (8 B to 1 GB)", len(rows))
+	}
+	var b bytes.Buffer
+	tw := &TableWriter{W: &b}
+	o := DefaultOptions("all_reduce")
+	o.Check = 0
+	h := &Header{Program: "all_reduce_perf", Options: o}
+	tw.Begin(h)
+	head := b.String()
+	b.Reset()
+	b.WriteString(head[strings.LastIndex(head, "#\n#    "):])
+	for i := range rows {
+		tw.Row("all_reduce", &rows[i])
+	}
+	tw.End(&Report{Header: *h})
+	want := saved[strings.LastIndex(saved[:strings.Index(saved, "#       size")], "#\n"):]
+	if got := b.String(); got != want {
+		t.Errorf("table differs from nccl-tests' saved output\n got:\n%s\nwant:\n%s", got, want)
+	}
+}
