@@ -247,9 +247,11 @@ func TestConcurrentRecordAndDump(t *testing.T) {
 			}
 		}()
 	}
+	// At least a few dumps, however slow the machine (one dump under the
+	// race detector on a loaded 2-core VM took over 300 ms).
 	deadline := time.Now().Add(300 * time.Millisecond)
 	dumps := 0
-	for time.Now().Before(deadline) {
+	for dumps < 3 || time.Now().Before(deadline) {
 		d := r.Snapshot("")
 		dumps++
 		for _, e := range d.Entries {
@@ -276,9 +278,7 @@ func TestConcurrentRecordAndDump(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
-	if dumps < 2 {
-		t.Fatalf("only %d dumps", dumps)
-	}
+	t.Logf("%d dumps while recording", dumps)
 }
 
 func TestCPUFlagsSay(t *testing.T) {
