@@ -53,6 +53,7 @@ type Comm struct {
 	Rank, Size int
 }
 
+// String reads "world rank 2/4".
 func (c Comm) String() string { return fmt.Sprintf("%s rank %d/%d", c.Name, c.Rank, c.Size) }
 
 // TimeoutError says that an operation did not complete on the GPU within
@@ -80,6 +81,8 @@ type TimeoutError struct {
 	NotLaunched bool
 }
 
+// Error names the operation, its sequence number, the time waited, the
+// action taken and the dump.
 func (e *TimeoutError) Error() string {
 	what := "did not complete"
 	if e.NotLaunched {
@@ -105,6 +108,8 @@ type AsyncError struct {
 	Pending   int
 }
 
+// Error names the communicator, the oldest operation still pending, NCCL's
+// error, the action taken and the dump.
 func (e *AsyncError) Error() string {
 	what := ""
 	if e.Oldest != nil {

@@ -33,6 +33,7 @@ const (
 	ActionNone
 )
 
+// String is the action's name: "abort", "revoke" or "none".
 func (a Action) String() string {
 	switch a {
 	case ActionAbort:
