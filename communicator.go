@@ -51,6 +51,7 @@ type Communicator struct {
 	abortReq   string        // "Abort" or "Destroy" when called while creating: abort once created
 	closing    chan struct{} // a Destroy is under way: closed when it returns
 	abortCause error         // AbortCause's reason: later calls' StateError wraps it
+	causeNext  error         // the reason an AbortCause under way gives, kept by release once aborted
 	nbCounted  bool          // counted in capi.NonBlockingAdd (NCCL runs it non-blocking)
 	props      *Properties
 	propsErr   error // a query failure that cannot change (unsupported)
@@ -295,6 +296,7 @@ func (c *Communicator) adoptLocked(ptr uintptr, dev int, blocking bool) {
 		c.nbCounted = nb
 	}
 	c.identity, c.finalized, c.revoked, c.props, c.propsErr, c.resources = false, false, false, nil, nil, nil
+	c.abortCause = nil // a new NCCL communicator: the last one's abort is not its
 	register(c)
 	c.watchLeak()
 }
@@ -714,18 +716,17 @@ func (c *Communicator) AbortCause(cause error) error {
 	if c == nil {
 		return nil
 	}
-	c.recordAbortCause(cause)
+	c.setCauseNext(cause)
+	defer c.setCauseNext(nil)
 	return c.Abort()
 }
 
-// recordAbortCause keeps cause as AbortCause's reason, unless one is
-// recorded already.
-func (c *Communicator) recordAbortCause(cause error) {
+// setCauseNext sets the reason release records if it aborts the
+// communicator: a refused Abort records nothing.
+func (c *Communicator) setCauseNext(cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.abortCause == nil {
-		c.abortCause = cause
-	}
+	c.causeNext = cause
 }
 
 // Abort closes the communicator's resources and frees it at once,
@@ -851,6 +852,9 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 	}
 	c.lifeAfterReleaseLocked(final, broken)
 	c.closeTraceLocked()
+	if final == stateAborted && c.abortCause == nil {
+		c.abortCause = c.causeNext // AbortCause's reason, when it is the caller
+	}
 	c.ptr, c.state, c.resources = 0, final, nil
 	if c.nbCounted {
 		capi.NonBlockingAdd(-1)

@@ -277,3 +277,72 @@ func TestClosedCommunicatorRefuses(t *testing.T) {
 		}
 	})
 }
+
+// Review findings, each failing before its fix.
+
+// Goroutines checking one bad raw buffer at once: no data race (-race), and
+// every one refuses it.
+func TestRawBufferVerifyConcurrent(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		s := collSlice(t, 0, f32s(16)...)
+		for i := 0; i < 50; i++ {
+			b := nccl.RawBuffer(s.Ptr(), 1024, nccl.Float32, 0) // runs past the allocation
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					if err := b.Err(); err == nil {
+						t.Error("bad buffer accepted")
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+		}
+	})
+}
+
+// An AbortCause that Abort refused records no cause, and a communicator
+// initialized again does not carry the last one's.
+func TestAbortCauseOnlyWhenAborted(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		cause := errors.New("watchdog: operation timed out")
+		c := fakeComm(t, 1, 0, nil)
+		if err := nccl.GroupStart(); err != nil {
+			t.Fatal(err)
+		}
+		err := c.AbortCause(cause)
+		if err2 := nccl.GroupEnd(); err2 != nil {
+			t.Fatal(err2)
+		}
+		if !errors.Is(err, nccl.ErrInvalidUsage) {
+			t.Fatalf("AbortCause inside a group: %v, want ErrInvalidUsage", err)
+		}
+		if err := c.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.NRanks(); errors.Is(err, cause) {
+			t.Errorf("a refused AbortCause's reason stuck: %v", err)
+		}
+
+		var d nccl.Communicator
+		if err := d.Initialize(1, 0, newFakeID(t), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.AbortCause(cause); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Initialize(1, 0, newFakeID(t), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.NRanks(); errors.Is(err, cause) {
+			t.Errorf("the last communicator's abort cause stuck: %v", err)
+		}
+	})
+}

@@ -34,7 +34,12 @@ var traceOps = [...]trace.Op{
 
 // traceState is what a communicator keeps for the recorder (guarded by mu).
 type traceState struct {
-	hash     uint64      // the same on every rank of the communicator
+	// hash is the same on every rank of the communicator, so that the
+	// analyzer lines the ranks' dumps up. One exception: Grow's existing
+	// ranks derive it from the communicator they grow, its joining ranks
+	// from the id (the only thing they share with it), so a grown
+	// communicator shows as two in the analyzer.
+	hash     uint64
 	name     string      // Config.CommName, or "" (the recorder then names it by its hash)
 	rec      *trace.Comm // registered by prepare; nil before, and after release
 	children uint64      // Split, Shrink and Grow calls made on it: their children's hashes

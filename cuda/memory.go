@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -23,6 +24,8 @@ type Allocation struct {
 	free  func(ptr uintptr) error // how WrapOwned memory is released; nil: cuMemFree
 	state atomic.Uint32           // allocUnverified, allocGood, allocBad or allocFreed
 	bad   error                   // why Verify refused the memory (set before state allocBad)
+	// verifying lets one goroutine at a time ask the driver (Verify).
+	verifying sync.Mutex
 }
 
 // Allocation states. Free moves any state to allocFreed.
@@ -63,20 +66,37 @@ func (a *Allocation) Verify() error {
 	case allocFreed:
 		return closedError("Verify", "memory freed")
 	case allocBad:
-		return a.bad
+		return a.bad // written before the state said allocBad
+	}
+	// One goroutine asks the driver; others wait for its answer.
+	a.verifying.Lock()
+	defer a.verifying.Unlock()
+	if a.state.Load() != allocUnverified {
+		return a.verifyDone()
 	}
 	err := CheckRange(a.ptr, a.bytes, a.dev)
-	if err != nil {
-		var arg *ArgError
-		if !errors.As(err, &arg) {
-			return err // the driver failed: not an answer about the memory
-		}
+	var arg *ArgError
+	switch {
+	case err == nil:
+		a.state.CompareAndSwap(allocUnverified, allocGood)
+	case errors.As(err, &arg):
 		a.bad = err
 		a.state.CompareAndSwap(allocUnverified, allocBad)
-	} else {
-		a.state.CompareAndSwap(allocUnverified, allocGood)
+	default:
+		return err // the driver failed: not an answer about the memory
 	}
-	return a.Verify()
+	return a.verifyDone()
+}
+
+// verifyDone is Verify's answer once the state is settled.
+func (a *Allocation) verifyDone() error {
+	switch a.state.Load() {
+	case allocGood:
+		return nil
+	case allocBad:
+		return a.bad
+	}
+	return closedError("Verify", "memory freed")
 }
 
 // Memory types of CU_POINTER_ATTRIBUTE_MEMORY_TYPE.
