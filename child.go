@@ -147,6 +147,7 @@ func groupEnded(p uintptr) {
 	defer c.mu.Unlock()
 	if c.ptr == p {
 		c.life.groupEnds++
+		c.groupEndedObserverLocked() // record.go
 	}
 }
 

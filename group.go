@@ -165,6 +165,7 @@ func endGroup(end func() capi.Status) (capi.Status, []uintptr) {
 	for i, p := range used {
 		if c := locked[i]; c != nil {
 			c.life.groupEnds++
+			c.groupEndedObserverLocked()
 			c.mu.Unlock()
 		} else {
 			groupEnded(p)

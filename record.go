@@ -114,6 +114,24 @@ func (c *Communicator) recordLocked(ev trace.Event) {
 	}
 }
 
+// GroupEndObserver is an Observer that is also told when the outermost
+// group that queued operations on the communicator has ended (ncclGroupEnd
+// returned): those operations are launched then, on a blocking
+// communicator, or handed to NCCL's thread on a non-blocking one. It runs
+// under the communicator's lock, on the goroutine that ended the group.
+type GroupEndObserver interface {
+	Observer
+	GroupEnded()
+}
+
+// groupEndedObserverLocked tells the observer a group used the
+// communicator and ended (mu held).
+func (c *Communicator) groupEndedObserverLocked() {
+	if o, ok := c.trace.observer.(GroupEndObserver); ok {
+		o.GroupEnded()
+	}
+}
+
 // Observer is told of every operation a communicator queues on a stream
 // (collectives, point-to-point and one-sided calls), right after NCCL
 // accepted it: under the communicator's lock, on the goroutine that made

@@ -245,7 +245,9 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 		w.destroyEvents()
 		return nil, fmt.Errorf("watchdog: Watch: %s is already watched", w.comm)
 	}
-	w.prev = prev
+	w.mu.Lock()
+	w.prev = prev // Queued reads it under mu: it may already run
+	w.mu.Unlock()
 	register(w)
 	return w, nil
 }
@@ -254,8 +256,11 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 // right after NCCL accepted an operation, records an event on its stream
 // and hands it to the poller. Not for direct use.
 func (w *Watchdog) Queued(op nccl.QueuedOp) {
-	if w.prev != nil {
-		w.prev.Queued(op)
+	w.mu.Lock()
+	prev := w.prev
+	w.mu.Unlock()
+	if prev != nil {
+		prev.Queued(op)
 	}
 	w.mu.Lock()
 	if w.closed {
@@ -278,6 +283,33 @@ func (w *Watchdog) Queued(op nccl.QueuedOp) {
 		w.recordLocked(en)
 	}
 	w.mu.Unlock()
+}
+
+// GroupEnded is the nccl.GroupEndObserver hook: the outermost group that
+// queued operations on the communicator has ended. On a blocking
+// communicator they are on their streams now, and their events are recorded;
+// on a non-blocking one NCCL's thread launches them, and they wait, as the
+// communicator's other operations do, for its state to say so. Not for
+// direct use.
+func (w *Watchdog) GroupEnded() {
+	w.mu.Lock()
+	prev := w.prev
+	w.mu.Unlock()
+	if g, ok := prev.(nccl.GroupEndObserver); ok {
+		g.GroupEnded()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	if !w.nonBlocking.Load() {
+		w.flushLocked(len(w.deferred))
+		return
+	}
+	for i := range w.deferred {
+		w.deferred[i].e.Group = 0 // launched like any other of its operations
+	}
 }
 
 // recordLocked records en's event and hands it to the poller (mu held).

@@ -406,3 +406,63 @@ func TestWatchErrors(t *testing.T) {
 		}
 	})
 }
+
+// A group that is the last thing queued before a quiet spell is launched at
+// its end: the watchdog follows it then, and does not time it out as "not
+// launched" (it did before GroupEnded).
+func TestGroupLastNoFalseTimeout(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := oneRank(t, nil)
+		defer c.Destroy()
+		buf := floats(t, 4)
+		w, err := watchdog.Watch(c, &watchdog.Options{Timeout: 200 * time.Millisecond, PollInterval: 5 * time.Millisecond, NoDump: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if err := nccl.Group(func() error { return c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}) }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-w.Done():
+			t.Fatalf("a healthy, completed group timed out: %v", w.Err())
+		case <-time.After(time.Second):
+		}
+		if st := w.Stats(); st.Pending != 0 {
+			t.Errorf("%d operations still pending after the group completed", st.Pending)
+		}
+	})
+}
+
+// Watch while another goroutine queues operations: no data race (-race).
+func TestWatchWhileQueuing(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := oneRank(t, nil)
+		defer c.Destroy()
+		buf := floats(t, 4)
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		for range 100 {
+			w, err := watchdog.Watch(c, &watchdog.Options{Timeout: time.Minute, PollInterval: time.Millisecond, NoDump: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Stop()
+		}
+		close(stop)
+		<-done
+	})
+}
