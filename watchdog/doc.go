@@ -59,12 +59,12 @@
 // An operation queued inside a group reaches the GPU when the outermost
 // group ends, and one queued on a non-blocking communicator when NCCL's
 // thread launches it; an event recorded at once would complete before the
-// operation began. The watchdog therefore records their events when the
-// communicator's next operation outside that group is queued (NCCL has
-// launched the earlier work by then), or, for a non-blocking communicator,
-// when its asynchronous state says the work has left NCCL's host side.
-// A group that is the last thing a program queues before it hangs is thus
-// watched only through the communicator's asynchronous error. Operations
+// operation began. The watchdog therefore records a group's events when the
+// group ends (the root package tells it: nccl.GroupEndObserver), and a
+// non-blocking communicator's when its next operation is queued or its
+// asynchronous state says the work has left NCCL's host side. An operation
+// NCCL never launches (a group that never ends, a non-blocking operation in
+// progress for good) times out as "not launched by NCCL". Operations
 // captured into a CUDA graph are not watched (their events cannot be
 // queried); Stats counts them as dropped.
 //
