@@ -287,6 +287,8 @@ func supervise(ctx context.Context, f *runFlags, procs []*rankProc, stderr io.Wr
 		kill = time.After(f.grace)
 	}
 	interrupted := false
+	signals := 0          // signals received on sigs: a second one ends the grace
+	ctxDone := ctx.Done() // nil once handled, or the loop would spin on it
 	for running := started; running > 0; {
 		select {
 		case e := <-done:
@@ -304,15 +306,20 @@ func supervise(ctx context.Context, f *runFlags, procs []*rankProc, stderr io.Wr
 				kill = time.After(f.grace)
 			}
 		case s := <-sigs:
-			if interrupted { // a second Ctrl-C: no more grace
+			// The same Ctrl-C may also have cancelled ctx (main's
+			// NotifyContext): only a second signal here ends the grace.
+			if signals++; signals > 1 {
 				stopAll(killRank)
 				continue
 			}
-			interrupted, stopping = true, true
 			stopAll(func(p *rankProc) { forward(p, s) })
-			kill = time.After(f.grace)
-		case <-ctx.Done():
-			if !stopping || !interrupted {
+			if !interrupted {
+				interrupted, stopping = true, true
+				kill = time.After(f.grace)
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			if !interrupted {
 				interrupted, stopping = true, true
 				stopAll(terminate)
 				kill = time.After(f.grace)
