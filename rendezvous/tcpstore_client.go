@@ -61,8 +61,12 @@ type DialError struct {
 
 // Error implements error.
 func (e *DialError) Error() string {
-	return fmt.Sprintf("rendezvous: store at %s unreachable after %v (%d attempts): %v",
-		e.Addr, e.Elapsed.Round(time.Millisecond), e.Attempts, e.Err)
+	what := "unreachable"
+	if errors.Is(e.Err, ErrProtocol) {
+		what = "answered, but not as a store,"
+	}
+	return fmt.Sprintf("rendezvous: store at %s %s after %v (%d attempts): %v",
+		e.Addr, what, e.Elapsed.Round(time.Millisecond), e.Attempts, e.Err)
 }
 
 // Unwrap returns ErrUnreachable and the last attempt's error.
@@ -229,7 +233,7 @@ func (s *TCPStore) dial(ctx context.Context) (*clientConn, error) {
 		deadline = ctxDeadline
 	}
 	backoff := 10 * time.Millisecond
-	attempts := 0
+	attempts, protocolErrs := 0, 0
 	fail := func(last error) error {
 		// The context's deadline may have passed a moment before ctx.Err()
 		// says so; report it as the context's either way.
@@ -248,6 +252,15 @@ func (s *TCPStore) dial(ctx context.Context) (*clientConn, error) {
 		}
 		if errors.Is(err, ErrUnauthorized) {
 			return nil, err
+		}
+		// Something answers on the port, and not as a store: three times
+		// in a row is no store starting up, it is the wrong address.
+		if errors.Is(err, ErrProtocol) {
+			if protocolErrs++; protocolErrs >= 3 {
+				return nil, fail(err)
+			}
+		} else {
+			protocolErrs = 0
 		}
 		if ctx.Err() != nil {
 			return nil, fail(err)
