@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"strings"
 	"sync"
@@ -349,26 +348,11 @@ func TestOpenBadJob(t *testing.T) {
 // Something that is not a store on the store's port: the rank fails with
 // an error instead of hanging.
 func TestOpenGarbageStore(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n garbage garbage garbage"))
-			time.Sleep(50 * time.Millisecond)
-			c.Close()
-		}
-	}()
+	addr := httpServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
-	job := &Job{Launcher: LauncherNCCL4Go, Rank: 1, WorldSize: 2, LocalWorldSize: 1, StoreAddr: l.Addr().String()}
+	job := &Job{Launcher: LauncherNCCL4Go, Rank: 1, WorldSize: 2, LocalWorldSize: 1, StoreAddr: addr}
 	s, err := Open(ctx, &Options{Job: job})
 	if err == nil {
 		err = s.Barrier(ctx)

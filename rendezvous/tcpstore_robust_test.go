@@ -431,27 +431,36 @@ func TestConcurrentWaitAndCancelRace(t *testing.T) {
 // A port where something else answers (an HTTP server, say) fails fast,
 // saying so, instead of retrying until the dial timeout.
 func TestDialWrongServiceFailsFast(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
-			c.Close()
-		}
-	}()
+	addr := httpServer(t)
 	start := time.Now()
-	_, err = Dial(context.Background(), l.Addr().String(), &DialOptions{Timeout: 30 * time.Second})
+	_, err := Dial(context.Background(), addr, &DialOptions{Timeout: 30 * time.Second})
 	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "not as a store") {
 		t.Fatalf("Dial of an HTTP port: %v, want a protocol error saying it is no store", err)
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Dial of an HTTP port took %v, want well under its 30 s timeout", took)
 	}
+}
+
+// httpServer listens on a local port and answers every connection as an
+// HTTP server would: something that is not a store. Closed at t's end.
+func httpServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n garbage garbage garbage"))
+			time.Sleep(50 * time.Millisecond)
+			c.Close()
+		}
+	}()
+	return l.Addr().String()
 }
