@@ -192,7 +192,7 @@ func (c *Communicator) finish(ctx context.Context, m mode, op, fn string, st cap
 	case st.Code == 0:
 		return nil
 	case Result(st.Code) == InProgress:
-		if (m == completed || blocking) && capi.GroupDepth() == 0 {
+		if completes(m, blocking) && capi.GroupDepth() == 0 {
 			return c.wait(ctx, op)
 		}
 		return nil

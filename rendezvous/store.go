@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Store is a key-value store shared by the ranks of a job. Safe for concurrent use.
@@ -167,4 +168,11 @@ func parseStoll(b []byte) (int64, bool) {
 	}
 	v, err := strconv.ParseInt(string(b[start:i]), 10, 64)
 	return v, err == nil
+}
+
+// orDefault sets an option left unset (zero or negative) to its default.
+func orDefault[T int | int64 | time.Duration](p *T, def T) {
+	if *p <= 0 {
+		*p = def
+	}
 }

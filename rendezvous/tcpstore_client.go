@@ -107,21 +107,11 @@ func Dial(ctx context.Context, addr string, opts *DialOptions) (*TCPStore, error
 	if opts != nil {
 		o = *opts
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = defaultDialTimeout
-	}
-	if o.MaxKeyBytes <= 0 {
-		o.MaxKeyBytes = DefaultMaxKeyBytes
-	}
-	if o.MaxValueBytes <= 0 {
-		o.MaxValueBytes = DefaultMaxValueBytes
-	}
-	if o.MaxKeys <= 0 {
-		o.MaxKeys = DefaultMaxKeys
-	}
-	if o.MaxIdleConns <= 0 {
-		o.MaxIdleConns = defaultMaxIdleConns
-	}
+	orDefault(&o.Timeout, defaultDialTimeout)
+	orDefault(&o.MaxKeyBytes, DefaultMaxKeyBytes)
+	orDefault(&o.MaxValueBytes, DefaultMaxValueBytes)
+	orDefault(&o.MaxKeys, DefaultMaxKeys)
+	orDefault(&o.MaxIdleConns, defaultMaxIdleConns)
 	s := &TCPStore{addr: addr, opts: o, live: make(map[*clientConn]struct{})}
 	if o.Secret != "" {
 		s.secret = []byte(o.Secret)

@@ -65,33 +65,15 @@ func (o *ServerOptions) normalized() ServerOptions {
 	if o != nil {
 		n = *o
 	}
-	if n.MaxConns <= 0 {
-		n.MaxConns = defaultMaxConns
-	}
-	if n.MaxKeyBytes <= 0 {
-		n.MaxKeyBytes = DefaultMaxKeyBytes
-	}
-	if n.MaxValueBytes <= 0 {
-		n.MaxValueBytes = DefaultMaxValueBytes
-	}
-	if n.MaxKeys <= 0 {
-		n.MaxKeys = DefaultMaxKeys
-	}
-	if n.MaxRequestBytes <= 0 {
-		n.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if n.MaxStoreBytes <= 0 {
-		n.MaxStoreBytes = defaultMaxStoreBytes
-	}
-	if n.MaxPendingBytes <= 0 {
-		n.MaxPendingBytes = defaultMaxPending
-	}
-	if n.MessageTimeout <= 0 {
-		n.MessageTimeout = defaultMessageTimeout
-	}
-	if n.WriteTimeout <= 0 {
-		n.WriteTimeout = defaultMessageTimeout
-	}
+	orDefault(&n.MaxConns, defaultMaxConns)
+	orDefault(&n.MaxKeyBytes, DefaultMaxKeyBytes)
+	orDefault(&n.MaxValueBytes, DefaultMaxValueBytes)
+	orDefault(&n.MaxKeys, DefaultMaxKeys)
+	orDefault(&n.MaxRequestBytes, DefaultMaxRequestBytes)
+	orDefault(&n.MaxStoreBytes, defaultMaxStoreBytes)
+	orDefault(&n.MaxPendingBytes, defaultMaxPending)
+	orDefault(&n.MessageTimeout, defaultMessageTimeout)
+	orDefault(&n.WriteTimeout, defaultMessageTimeout)
 	return n
 }
 
