@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"time"
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/spin"
 )
 
 // How a call goes. Every method that calls NCCL on a communicator goes
@@ -267,14 +266,15 @@ func (c *Communicator) asyncState(op string) (int32, capi.Status, error) {
 }
 
 // wait polls the communicator's state, with mu released between polls,
-// until nothing is in progress: spinning briefly, then sleeping with
-// exponential backoff up to 2 ms. When ctx ends first it aborts the
+// until nothing is in progress: giving the OS thread away (sched_yield,
+// so NCCL's threads run on a pinned core), then sleeping with exponential
+// backoff up to 2 ms (internal/spin). When ctx ends first it aborts the
 // communicator (cancel).
 func (c *Communicator) wait(ctx context.Context, op string) error {
 	if err := c.awaitPending(ctx, op); err != nil {
 		return err
 	}
-	var delay time.Duration
+	var bo spin.Backoff // sched_yield first, then sleeps up to 2 ms
 	for spins := 0; ; spins++ {
 		state, st, err := c.pollState(op)
 		if err != nil {
@@ -293,20 +293,8 @@ func (c *Communicator) wait(ctx context.Context, op string) error {
 		if spins == 0 && capi.GroupDepth() > 0 {
 			return fmt.Errorf("nccl: %s: cannot wait for a communicator inside a group: its work starts when the group ends: %w", op, ErrInvalidUsage)
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || bo.WaitContext(ctx) != nil {
 			return c.cancel(ctx, op)
-		}
-		if spins < 64 {
-			runtime.Gosched()
-			continue
-		}
-		delay = min(max(2*delay, 10*time.Microsecond), 2*time.Millisecond)
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return c.cancel(ctx, op)
-		case <-t.C:
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/spin"
 )
 
 // World is the ranks one process drives, and its place among the
@@ -725,7 +726,7 @@ func (b *bench) syncStreams() error {
 			}
 		}
 		if idle {
-			runtime.Gosched()
+			spin.Yield() // sched_yield, as nccl-tests' std::this_thread::yield: NCCL's proxy thread may share this core
 		}
 	}
 	return nil

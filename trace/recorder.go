@@ -4,12 +4,13 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nccl4go/nccl/internal/spin"
 )
 
 // BufferEnv names the environment variable that sizes the default
@@ -421,6 +422,7 @@ func (c *Comm) Record(e Event) Ref {
 // newer entry.
 func (s *slot) claim(t uint64) bool {
 	want := (t + 1) << verShift
+	var bo spin.Backoff
 	for spins := 0; ; spins++ {
 		v := s.ver.Load()
 		if v>>verShift > t+1 {
@@ -430,7 +432,7 @@ func (s *slot) claim(t uint64) bool {
 			return true
 		}
 		if spins > 8 {
-			runtime.Gosched()
+			bo.Wait()
 		}
 	}
 }
@@ -466,6 +468,7 @@ func (c *Comm) update(ref Ref, st State, d time.Duration, gpu bool) {
 	now := c.rec.clk.now()
 	s := &rg.slots[(ref.ticket-1)&rg.mask]
 	var v uint64
+	var bo spin.Backoff
 	for spins := 0; ; spins++ {
 		v = s.ver.Load()
 		if v>>verShift != ref.ticket {
@@ -475,7 +478,7 @@ func (c *Comm) update(ref Ref, st State, d time.Duration, gpu bool) {
 			break
 		}
 		if spins > 8 {
-			runtime.Gosched()
+			bo.Wait()
 		}
 	}
 	meta := s.w[wMeta]
@@ -565,7 +568,7 @@ func (s *slot) read(e *rawEntry) bool {
 			return false
 		}
 		if v1&1 != 0 {
-			runtime.Gosched()
+			spin.Yield()
 			continue
 		}
 		for i := range e.w {
