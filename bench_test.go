@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"os"
 	"runtime"
 	"slices"
 	"testing"
@@ -9,8 +10,30 @@ import (
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/faketest"
 	"github.com/nccl4go/nccl/internal/gputest"
 )
+
+// requireBench loads the libraries a host-path benchmark runs on: the
+// real ones on a GPU machine, the fakes with NCCL4GO_FAKE_BENCH=1 (the
+// host path's own cost on any machine: the fake's calls do next to
+// nothing), as in
+//
+//	NCCL4GO_FAKE_BENCH=1 go test -run '^$' -bench AllReduceHostPath .
+func requireBench(b *testing.B) {
+	if os.Getenv("NCCL4GO_FAKE_BENCH") != "1" {
+		gputest.Require(b)
+		return
+	}
+	ncclPath, cudaPath := faketest.Libraries(b, faketest.Env{})
+	os.Setenv("NCCL4GO_CUDA_LIBRARY", cudaPath)
+	if err := cuda.Load(cudaPath); err != nil {
+		b.Skipf("cannot load the fake CUDA driver (a driver is loaded already?): %v", err)
+	}
+	if err := nccl.Load(ncclPath); err != nil {
+		b.Skipf("cannot load the fake NCCL: %v", err)
+	}
+}
 
 // BenchmarkAllReduceHostPath measures the host cost of a call: an in-place
 // all-reduce of one float32 on a one-rank communicator (a no-op for the
@@ -25,7 +48,7 @@ import (
 // rounds; "cgo-floor" is the bare cgo call alone. allocs/op must be 0 and
 // cgo-calls/op 1.
 func BenchmarkAllReduceHostPath(b *testing.B) {
-	gputest.Require(b)
+	requireBench(b)
 	comms, err := nccl.InitAll([]int{0})
 	if err != nil {
 		b.Fatalf("InitAll: %v", err)
