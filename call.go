@@ -8,6 +8,7 @@ import (
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/internal/spin"
+	"github.com/nccl4go/nccl/trace"
 )
 
 // How a call goes. Every method that calls NCCL on a communicator goes
@@ -141,14 +142,50 @@ func (c *Communicator) noNewWorkLocked(op string) error {
 
 // attempt takes c as t says and runs f on its pointer with mu held. It
 // also returns whether c is blocking, read under the same lock.
-func (c *Communicator) attempt(op string, t take, f func(ptr uintptr) (capi.Status, error)) (st capi.Status, blocking bool, err error) {
+//
+// It is the one place that records operations (record.go): every call
+// passes the flight recorder's event ev of what it queues, or nil for a
+// call that queues nothing (a query, a registration). f may complete ev
+// (count, type, stream) before its C call. The operation is recorded, and
+// the hooks told, once NCCL accepted it; a blocking communicator's Split,
+// Shrink, Grow and Finalize, which wait inside NCCL for the other ranks
+// and may hang there, are recorded just before the C call instead.
+func (c *Communicator) attempt(op string, t take, ev *trace.Event, f func(ptr uintptr) (capi.Status, error)) (st capi.Status, blocking bool, err error) {
 	ptr, err := c.lock(op, t)
 	if err != nil {
 		return st, false, err
 	}
 	defer c.mu.Unlock()
+	if ev == nil {
+		st, err = f(ptr)
+		return st, c.blocking, err
+	}
+	before := lifecycleOps[ev.Op] && c.recordsBeforeLocked(ev.Op)
+	if before {
+		c.recordLocked(ev)
+	}
 	st, err = f(ptr)
+	if err == nil && (st.Code == 0 || Result(st.Code) == InProgress) && !before {
+		c.recordLocked(ev)
+	}
 	return st, c.blocking, err
+}
+
+// recordsBeforeLocked reports whether the lifecycle operation op is
+// recorded before its C call (mu held): a Split, Shrink, Grow or Finalize
+// that the communicator runs blocking, outside a group, and that its state
+// lets through (the call's own checks refuse the rest before NCCL).
+func (c *Communicator) recordsBeforeLocked(op trace.Op) bool {
+	switch op {
+	case trace.Split, trace.Shrink, trace.Grow:
+	case trace.Finalize:
+		if c.revoked {
+			return false
+		}
+	default:
+		return false
+	}
+	return c.blocking && !c.nbCounted && !c.finalized && capi.GroupDepth() == 0
 }
 
 // retry runs attempt until the shim no longer answers capi.Pending, waiting
@@ -169,11 +206,12 @@ func (c *Communicator) retry(ctx context.Context, op string, attempt func() (cap
 // call is the whole path of a call whose C function returns only a status:
 // take c as t says, run f (its checks and its C call) with mu held, retry
 // while the previous operation is pending, and finish as m says. fn names
-// the C function in errors.
-func (c *Communicator) call(ctx context.Context, m mode, op, fn string, t take, f func(ptr uintptr) (capi.Status, error)) error {
+// the C function in errors; ev is what the flight recorder records (see
+// attempt), nil for a call that queues nothing.
+func (c *Communicator) call(ctx context.Context, m mode, op, fn string, t take, ev *trace.Event, f func(ptr uintptr) (capi.Status, error)) error {
 	var blocking bool
 	st, err := c.retry(ctx, op, func() (st capi.Status, err error) {
-		st, blocking, err = c.attempt(op, t, f)
+		st, blocking, err = c.attempt(op, t, ev, f)
 		return st, err
 	})
 	if err != nil {

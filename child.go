@@ -147,7 +147,7 @@ func groupEnded(p uintptr) {
 	defer c.mu.Unlock()
 	if c.ptr == p {
 		c.life.groupEnds++
-		c.groupEndedObserverLocked() // record.go
+		c.groupEndedLocked() // record.go
 	}
 }
 

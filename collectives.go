@@ -136,7 +136,8 @@ func (c *Communicator) run(a *collCall) error {
 	if err != nil {
 		return &ArgError{Op: name.op, Arg: "stream", Reason: "destroyed", Err: err}
 	}
-	return c.call(context.Background(), started, name.op, name.fn, takePrepared, func(ptr uintptr) (capi.Status, error) {
+	var ev trace.Event // filled once the checks passed; recorded by attempt
+	return c.call(context.Background(), started, name.op, name.fn, takePrepared, &ev, func(ptr uintptr) (capi.Status, error) {
 		if err := c.queueCheckLocked(name.op, sdev); err != nil {
 			return capi.Status{}, err
 		}
@@ -144,6 +145,10 @@ func (c *Communicator) run(a *collCall) error {
 		if err != nil {
 			return capi.Status{}, err
 		}
+		// Field by field: a composite literal is built on the stack and
+		// copied wide, which stalls on its own narrow stores.
+		ev.Op, ev.DataType, ev.RedOp = traceOps[a.kind], trace.DataType(dt), trace.RedOp(a.op)
+		ev.Peer, ev.Count, ev.Stream = int32(a.root), count, h
 		var st capi.Status
 		switch a.kind {
 		case kAllReduce:
@@ -166,10 +171,6 @@ func (c *Communicator) run(a *collCall) error {
 			st = capi.Send(send, count, int32(dt), a.root, ptr, h)
 		default:
 			st = capi.Recv(recv, count, int32(dt), a.root, ptr, h)
-		}
-		if st.Code == 0 || Result(st.Code) == InProgress {
-			c.recordLocked(trace.Event{Op: traceOps[a.kind], DataType: trace.DataType(dt), RedOp: trace.RedOp(a.op),
-				Peer: int32(a.root), Count: count, Stream: h})
 		}
 		return st, nil
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/trace"
 )
 
 // Communicator is an NCCL communicator (ncclComm_t): one rank's handle on a
@@ -581,7 +582,7 @@ func (c *Communicator) finalize(ctx context.Context, m mode) error {
 	if err := c.notInGroup("Finalize", c.Ptr()); err != nil {
 		return err
 	}
-	return c.call(ctx, m, "Finalize", "ncclCommFinalize", takeLive, func(ptr uintptr) (capi.Status, error) {
+	return c.call(ctx, m, "Finalize", "ncclCommFinalize", takeLive, &trace.Event{Op: trace.Finalize}, func(ptr uintptr) (capi.Status, error) {
 		switch {
 		case c.finalized:
 			return capi.Status{}, fmt.Errorf("nccl: Finalize: communicator already finalized: %w", ErrInvalidUsage)
@@ -831,6 +832,13 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		// Work NCCL can never run is queued on it: abort, do not destroy.
 		f, fn, final = capi.CommAbort, "ncclCommAbort", stateAborted
 	}
+	// The flight recorder's last entry of the communicator: a local
+	// operation, recorded before the call (a Destroy can wait in NCCL).
+	ev := trace.Event{Op: trace.Abort}
+	if fn == "ncclCommDestroy" {
+		ev.Op = trace.Destroy
+	}
+	c.recordLocked(&ev)
 	registry.Delete(ptr)
 	capi.GroupForget(ptr)
 	var st capi.Status

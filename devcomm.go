@@ -281,7 +281,7 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 		blocking bool
 	)
 	st, err := c.retry(ctx, op, func() (capi.Status, error) {
-		st, _, err := c.attempt(op, takeWork, func(ptr uintptr) (capi.Status, error) {
+		st, _, err := c.attempt(op, takeWork, nil, func(ptr uintptr) (capi.Status, error) {
 			store := capi.NewDevComm()
 			st := capi.DevCommCreate(ptr, raw, store)
 			if st.Code != 0 && Result(st.Code) != InProgress {

@@ -86,9 +86,6 @@ func groupStart() error {
 		runtime.UnlockOSThread()
 		return err
 	}
-	if capi.GroupDepth() == 1 {
-		groupGen.Add(1) // the flight recorder's group id (record.go)
-	}
 	return nil
 }
 
@@ -165,7 +162,7 @@ func endGroup(end func() capi.Status) (capi.Status, []uintptr) {
 	for i, p := range used {
 		if c := locked[i]; c != nil {
 			c.life.groupEnds++
-			c.groupEndedObserverLocked()
+			c.groupEndedLocked() // record.go
 			c.mu.Unlock()
 		} else {
 			groupEnded(p)
@@ -314,6 +311,16 @@ func onSimulatingThread() bool {
 	if ok {
 		simThreads.refused[tid] = n + 1
 	}
+	return ok
+}
+
+// onSimulatingThreadQuiet reports whether the calling thread is inside
+// GroupSimulate, counting nothing (the flight recorder's check).
+func onSimulatingThreadQuiet() bool {
+	tid := threadID()
+	simThreads.Lock()
+	defer simThreads.Unlock()
+	_, ok := simThreads.refused[tid]
 	return ok
 }
 

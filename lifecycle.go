@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/trace"
 )
 
 // Lifecycle beyond init: Split, Shrink, Grow, Revoke, Suspend and Resume,
@@ -243,6 +244,10 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 	if err != nil {
 		return nil, err
 	}
+	ev := trace.Event{Op: trace.Split}
+	if op == "Shrink" {
+		ev.Op = trace.Shrink
+	}
 	noColor := color == NoColor
 	cc := &childCell{cell: capi.NewCell(), claimed: noColor}
 	var (
@@ -252,7 +257,7 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 		hash     uint64 // the child's, for the flight recorder (record.go)
 	)
 	st, err := c.retry(ctx, op, func() (capi.Status, error) {
-		st, _, err := c.attempt(op, takeLive, func(ptr uintptr) (capi.Status, error) {
+		st, _, err := c.attempt(op, takeLive, &ev, func(ptr uintptr) (capi.Status, error) {
 			if c.finalized { // a revoked parent may still split
 				return capi.Status{}, c.noNewWorkLocked(op)
 			}
@@ -319,7 +324,7 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 func (c *Communicator) GetUniqueID() (UniqueID, error) {
 	const op = "GetUniqueID"
 	var id UniqueID
-	err := c.call(context.Background(), completed, op, "ncclCommGetUniqueId", takeLive, func(ptr uintptr) (capi.Status, error) {
+	err := c.call(context.Background(), completed, op, "ncclCommGetUniqueId", takeLive, nil, func(ptr uintptr) (capi.Status, error) {
 		return capi.CommGetUniqueID(ptr, (*[128]byte)(&id)), nil
 	})
 	return id, err
@@ -427,7 +432,7 @@ func (c *Communicator) grow(ctx context.Context, m mode, nranks int, id *UniqueI
 	var st capi.Status
 	if existing {
 		st, err = c.retry(ctx, op, func() (capi.Status, error) {
-			st, _, err := c.attempt(op, takeLive, func(ptr uintptr) (capi.Status, error) {
+			st, _, err := c.attempt(op, takeLive, &trace.Event{Op: trace.Grow}, func(ptr uintptr) (capi.Status, error) {
 				if c.finalized {
 					return capi.Status{}, c.noNewWorkLocked(op)
 				}
@@ -525,7 +530,7 @@ func (c *Communicator) revoke(ctx context.Context, m mode, flags int) error {
 	if flags != 0 {
 		return argErr(op, "flags", "%d: must be 0 (NCCL_REVOKE_DEFAULT)", flags)
 	}
-	return c.call(ctx, m, op, "ncclCommRevoke", takeLive, func(ptr uintptr) (capi.Status, error) {
+	return c.call(ctx, m, op, "ncclCommRevoke", takeLive, &trace.Event{Op: trace.Revoke}, func(ptr uintptr) (capi.Status, error) {
 		st := capi.CommRevoke(ptr, flags)
 		if st.Code == 0 || Result(st.Code) == InProgress {
 			c.revoked = true
@@ -556,7 +561,7 @@ func (c *Communicator) suspend(ctx context.Context, m mode, flags SuspendFlag) e
 	if flags&^SuspendMem != 0 {
 		return argErr(op, "flags", "%#x: only SuspendMem is defined", int(flags))
 	}
-	return c.call(ctx, m, op, "ncclCommSuspend", takeLive, func(ptr uintptr) (capi.Status, error) {
+	return c.call(ctx, m, op, "ncclCommSuspend", takeLive, nil, func(ptr uintptr) (capi.Status, error) {
 		return capi.CommSuspend(ptr, int(flags)), nil
 	})
 }
@@ -571,7 +576,7 @@ func (c *Communicator) ResumeContext(ctx context.Context) error { return c.resum
 
 // resume is ncclCommResume, finished as m says.
 func (c *Communicator) resume(ctx context.Context, m mode) error {
-	return c.call(ctx, m, "Resume", "ncclCommResume", takeLive, func(ptr uintptr) (capi.Status, error) {
+	return c.call(ctx, m, "Resume", "ncclCommResume", takeLive, nil, func(ptr uintptr) (capi.Status, error) {
 		return capi.CommResume(ptr), nil
 	})
 }
@@ -585,7 +590,7 @@ func (c *Communicator) MemStat(stat MemStat) (uint64, error) {
 		return 0, argErr(op, "stat", "%d: not a MemStat", int(stat))
 	}
 	var v uint64
-	err := c.call(context.Background(), completed, op, "ncclCommMemStats", takeLive, func(ptr uintptr) (st capi.Status, _ error) {
+	err := c.call(context.Background(), completed, op, "ncclCommMemStats", takeLive, nil, func(ptr uintptr) (st capi.Status, _ error) {
 		v, st = capi.CommMemStats(ptr, int(stat))
 		return st, nil
 	})

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/nccl4go/nccl/internal/capi"
@@ -15,8 +17,8 @@ import (
 // a few integers copied into a ring, no lock and no allocation, under the
 // communicator's lock right after NCCL accepted the call, so that the
 // order of the entries is the order NCCL queued them. NCCL4GO_TRACE_BUFFER=0
-// turns it off. An Observer (SetObserver) sees the same operations: the
-// watchdog package is one.
+// turns it off. Hooks (AddHook) see the same operations: the watchdog
+// package attaches one.
 
 // traceOps maps each operation of the hot path to the recorder's.
 var traceOps = [...]trace.Op{
@@ -32,7 +34,8 @@ var traceOps = [...]trace.Op{
 	kRecv:          trace.Recv,
 }
 
-// traceState is what a communicator keeps for the recorder (guarded by mu).
+// traceState is what a communicator keeps for the recorder (guarded by mu,
+// except hooks).
 type traceState struct {
 	// hash is the same on every rank of the communicator, so that the
 	// analyzer lines the ranks' dumps up. One exception: Grow's existing
@@ -43,12 +46,13 @@ type traceState struct {
 	name     string      // Config.CommName, or "" (the recorder then names it by its hash)
 	rec      *trace.Comm // registered by prepare; nil before, and after release
 	children uint64      // Split, Shrink and Grow calls made on it: their children's hashes
-	observer Observer
+	// hooks is the list AddHook builds: replaced, never changed in place
+	// (copy on write), so that a remove needs no communicator lock (a
+	// call may hold it inside NCCL for long) and the hot path reads it
+	// with one atomic load. hookMu serializes the writers.
+	hooks  atomic.Pointer[[]*hookEntry]
+	hookMu sync.Mutex
 }
-
-// groupGen counts outermost groups started in the process; an operation
-// queued inside a group records the generation as its group id.
-var groupGen atomic.Uint64
 
 // hashID is the trace hash of a communicator made from unique ids.
 func hashID(ids []UniqueID) uint64 {
@@ -96,73 +100,153 @@ func (c *Communicator) closeTraceLocked() {
 	}
 }
 
-// recordLocked records an operation NCCL accepted and tells the observer
-// (mu held). It allocates nothing.
-func (c *Communicator) recordLocked(ev trace.Event) {
+// recordLocked records an operation NCCL accepted (or, for a blocking
+// lifecycle call, is about to run) and tells the hooks (mu held). It is
+// called from one place, attempt (call.go), for every call that passes an
+// event, and from release for Abort and Destroy. It allocates nothing.
+// The binding never sets ev.Watched: only a hook that follows the entry
+// marks it (QueuedOp.Watch).
+func (c *Communicator) recordLocked(ev *trace.Event) {
 	rec := c.trace.rec
 	if rec == nil {
 		return
 	}
-	if capi.GroupDepth() > 0 {
-		ev.Group = groupGen.Load()
+	if simulating.Load() != 0 && capi.GroupDepth() > 0 && onSimulatingThreadQuiet() {
+		return // GroupSimulate runs nothing: no entry, no sequence number
 	}
-	o := c.trace.observer
-	ev.Watched = o != nil
-	ref := rec.Record(ev)
-	if o != nil {
-		o.Queued(QueuedOp{Comm: c, Trace: rec, Ref: ref, Event: ev})
+	// Field by field, not a copy of *ev: the caller has just written *ev
+	// in narrow stores, which a wide copy would read back only after they
+	// drained (a store-forwarding stall of ~10 ns on the hot path).
+	e := trace.Event{Op: ev.Op, DataType: ev.DataType, RedOp: ev.RedOp, Peer: ev.Peer,
+		Count: ev.Count, Stream: ev.Stream, Group: capi.GroupID()}
+	ref := rec.Record(e)
+	if hs := c.trace.hooks.Load(); hs != nil {
+		op := QueuedOp{Comm: c, Trace: rec, Ref: ref, Event: e, OnStream: !lifecycleOps[e.Op]}
+		for _, e := range *hs {
+			e.h.Queued(op)
+		}
 	}
 }
 
-// GroupEndObserver is an Observer that is also told when the outermost
-// group that queued operations on the communicator has ended (ncclGroupEnd
-// returned): those operations are launched then, on a blocking
-// communicator, or handed to NCCL's thread on a non-blocking one. It runs
-// under the communicator's lock, on the goroutine that ended the group.
-type GroupEndObserver interface {
-	Observer
+// lifecycleOps are the operations that run inside NCCL's call or its
+// background job, on no stream; the others (collectives, point-to-point
+// and one-sided calls) are queued on a CUDA stream.
+var lifecycleOps = [256]bool{
+	trace.Init: true, trace.Split: true, trace.Shrink: true, trace.Grow: true,
+	trace.Finalize: true, trace.Revoke: true, trace.Abort: true, trace.Destroy: true,
+}
+
+// groupEndedLocked tells the hooks that an outermost group that used the
+// communicator has ended (mu held).
+func (c *Communicator) groupEndedLocked() {
+	if hs := c.trace.hooks.Load(); hs != nil {
+		for _, e := range *hs {
+			e.h.GroupEnded()
+		}
+	}
+}
+
+// Hook is told of a communicator's operations (AddHook). The watchdog
+// package attaches one to each communicator it watches; a program may add
+// its own (metrics, tracing): any number, each added and removed on its
+// own.
+//
+// Both methods run under the communicator's lock, on the goroutine that
+// made the call, before the call returns: they must be quick and must not
+// call the communicator's methods.
+type Hook interface {
+	// Queued is told of every operation the communicator records, right
+	// after NCCL accepted it: collectives, point-to-point and one-sided
+	// calls (op.OnStream; the hook may record a CUDA event on
+	// op.Event.Stream, which then follows the operation), and lifecycle
+	// calls (Split, Shrink, Grow, Finalize, Revoke, Abort, Destroy), which
+	// run in NCCL's call or, on a non-blocking communicator, in its
+	// background job, on no stream. A blocking communicator's Split,
+	// Shrink, Grow and Finalize are told just before NCCL runs them, since
+	// they wait inside NCCL for the other ranks. Operations issued inside
+	// GroupSimulate run nothing and are not told.
+	Queued(op QueuedOp)
+	// GroupEnded is told when the outermost group that queued operations
+	// on the communicator has ended (ncclGroupEnd returned): those
+	// operations are launched then, on a blocking communicator, or handed
+	// to NCCL's thread on a non-blocking one.
 	GroupEnded()
 }
 
-// groupEndedObserverLocked tells the observer a group used the
-// communicator and ended (mu held).
-func (c *Communicator) groupEndedObserverLocked() {
-	if o, ok := c.trace.observer.(GroupEndObserver); ok {
-		o.GroupEnded()
-	}
-}
+// hookEntry is one AddHook call: removing it removes that call's hook
+// only, even when the same hook was added twice.
+type hookEntry struct{ h Hook }
 
-// Observer is told of every operation a communicator queues on a stream
-// (collectives, point-to-point and one-sided calls), right after NCCL
-// accepted it: under the communicator's lock, on the goroutine that made
-// the call, before the call returns. Queued must be quick and must not call
-// the communicator's methods (its lock is held); it may record a CUDA event
-// on op.Event.Stream, which then follows the operation. The watchdog
-// package is an Observer.
-type Observer interface {
-	Queued(op QueuedOp)
-}
-
-// QueuedOp is one queued operation as an Observer sees it.
+// QueuedOp is one queued operation as a Hook sees it.
 type QueuedOp struct {
 	Comm  *Communicator // the communicator (its lock is held: do not call it)
-	Trace *trace.Comm   // its flight-recorder history, for Start and Complete
+	Trace *trace.Comm   // its flight-recorder history
 	Ref   trace.Ref     // the operation's entry there (its Seq names it across ranks)
-	Event trace.Event   // what was queued: operation, type, count, peer, stream, group
+	// Event is what was queued: operation, type, count, peer, stream,
+	// group. Event.Watched is false: see Watch.
+	Event trace.Event
+	// OnStream says the operation was queued on the CUDA stream
+	// Event.Stream; false for lifecycle operations, which run on no stream
+	// (Event.Stream is then 0 and means nothing).
+	OnStream bool
 }
 
-// SetObserver makes o the communicator's observer (nil: none) and returns
-// the previous one. The operations keep their sequence numbers when the
-// flight recorder is off (NCCL4GO_TRACE_BUFFER=0). Not an NCCL call.
-func (c *Communicator) SetObserver(o Observer) (Observer, error) {
-	if _, err := c.lock("SetObserver", takePrepared); err != nil {
+// Watch marks the operation's flight-recorder entry as watched: the caller
+// promises to call op.Trace.Start and op.Trace.Complete (or CompleteIn) for
+// op.Ref when the operation starts and ends, so that a dump reports its
+// state (started, completed; one started and never completed reads
+// "stuck"). A hook that does not follow the operation leaves it unwatched,
+// and the dump says only that it was queued. Not an NCCL call.
+func (op QueuedOp) Watch() { op.Trace.Watch(op.Ref) }
+
+// AddHook adds h to the hooks of the communicator and returns the function
+// that removes it: any number of hooks, each removed on its own (the same
+// hook added twice is told twice and removed once per remove). remove is
+// idempotent and needs no lock of the communicator, so it never waits for
+// a call in flight; a call that began before remove returned may still
+// tell h once, concurrently. The operations keep their sequence numbers
+// when the flight recorder is off (NCCL4GO_TRACE_BUFFER=0). Not an NCCL
+// call.
+func (c *Communicator) AddHook(h Hook) (remove func(), err error) {
+	if h == nil {
+		return nil, argErr("AddHook", "h", "nil Hook")
+	}
+	if _, err := c.lock("AddHook", takePrepared); err != nil {
 		return nil, err
 	}
 	defer c.mu.Unlock()
 	c.registerTraceLocked()
-	prev := c.trace.observer
-	c.trace.observer = o
-	return prev, nil
+	e := &hookEntry{h: h}
+	c.trace.hookMu.Lock()
+	defer c.trace.hookMu.Unlock()
+	var list []*hookEntry
+	if old := c.trace.hooks.Load(); old != nil {
+		list = append(list, *old...)
+	}
+	list = append(list, e)
+	c.trace.hooks.Store(&list)
+	var once sync.Once
+	return func() { once.Do(func() { c.removeHook(e) }) }, nil
+}
+
+// removeHook removes the hook entry e, if still there.
+func (c *Communicator) removeHook(e *hookEntry) {
+	c.trace.hookMu.Lock()
+	defer c.trace.hookMu.Unlock()
+	old := c.trace.hooks.Load()
+	if old == nil {
+		return
+	}
+	i := slices.Index(*old, e)
+	if i < 0 {
+		return
+	}
+	if len(*old) == 1 {
+		c.trace.hooks.Store(nil)
+		return
+	}
+	list := slices.Delete(slices.Clone(*old), i, i+1)
+	c.trace.hooks.Store(&list)
 }
 
 // TraceComm is the communicator's flight-recorder history (trace.Comm: its

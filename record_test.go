@@ -14,19 +14,23 @@ import (
 )
 
 // seqObserver remembers what it was told.
-type seqObserver struct{ ops []nccl.QueuedOp }
+type seqObserver struct {
+	ops    []nccl.QueuedOp
+	groups int // GroupEnded calls
+}
 
 func (o *seqObserver) Queued(op nccl.QueuedOp) { o.ops = append(o.ops, op) }
+func (o *seqObserver) GroupEnded()             { o.groups++ }
 
 // Every queued operation is recorded in the flight recorder, in order, and
-// told to the observer with its sequence number; a dump names them.
+// told to the hook with its sequence number; a dump names them.
 func TestFlightRecorderRecordsCalls(t *testing.T) {
 	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=64"}}, func(t *testing.T) {
 		c := fakeComm(t, 1, 0, &nccl.Config{CommName: "world"})
 		defer c.Destroy()
 		buf := collBuf(t, 0, f32s(4)...)
 		obs := &seqObserver{}
-		if _, err := c.SetObserver(obs); err != nil {
+		if _, err := addHook(c, obs); err != nil {
 			t.Fatal(err)
 		}
 		for range 3 {
@@ -56,7 +60,7 @@ func TestFlightRecorderRecordsCalls(t *testing.T) {
 			if i == 3 {
 				want = trace.Broadcast
 			}
-			if op.Ref.Seq() != uint64(i+1) || op.Event.Op != want || op.Event.Count != 4 || op.Comm != c || !op.Event.Watched {
+			if op.Ref.Seq() != uint64(i+1) || op.Event.Op != want || op.Event.Count != 4 || op.Comm != c || op.Event.Watched {
 				t.Errorf("operation %d: seq %d, %+v", i, op.Ref.Seq(), op.Event)
 			}
 		}

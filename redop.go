@@ -80,7 +80,7 @@ func (c *Communicator) newPreMulSum(op string, dt DataType, host bool, bits uint
 		return nil, &UnsupportedError{Feature: dt.String(), Since: dt.Since(), Loaded: r}
 	}
 	var o *CustomOp
-	err = c.call(context.Background(), completed, op, "ncclRedOpCreatePreMulSum", takeLive, func(ptr uintptr) (capi.Status, error) {
+	err = c.call(context.Background(), completed, op, "ncclRedOpCreatePreMulSum", takeLive, nil, func(ptr uintptr) (capi.Status, error) {
 		var v int32
 		var st capi.Status
 		if host {

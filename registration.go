@@ -26,7 +26,7 @@ type RegisteredBuffer struct {
 func (c *Communicator) RegisterBuffer(b Buffer) (*RegisteredBuffer, error) {
 	const op = "RegisterBuffer"
 	var rb *RegisteredBuffer
-	err := c.call(context.Background(), completed, op, "ncclCommRegister", takePrepared, func(ptr uintptr) (capi.Status, error) {
+	err := c.call(context.Background(), completed, op, "ncclCommRegister", takePrepared, nil, func(ptr uintptr) (capi.Status, error) {
 		if err := c.checkBuf(op, "buf", b); err != nil {
 			return capi.Status{}, err
 		}

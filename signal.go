@@ -62,19 +62,15 @@ func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, ev trace.Event, cal
 	if err := c.rmaReady(op, fn); err != nil {
 		return err
 	}
-	return c.call(context.Background(), started, op, fn, takePrepared, func(ptr uintptr) (capi.Status, error) {
+	ev.Stream = h
+	return c.call(context.Background(), started, op, fn, takePrepared, &ev, func(ptr uintptr) (capi.Status, error) {
 		if err := c.rmaCheckLocked(op); err != nil {
 			return capi.Status{}, err
 		}
 		if err := c.queueCheckLocked(op, sdev); err != nil {
 			return capi.Status{}, err
 		}
-		st, err := call(ptr, h)
-		if err == nil && (st.Code == 0 || Result(st.Code) == InProgress) {
-			ev.Stream = h
-			c.recordLocked(ev)
-		}
-		return st, err
+		return call(ptr, h)
 	})
 }
 

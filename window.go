@@ -117,7 +117,7 @@ func (c *Communicator) registerWindow(ctx context.Context, m mode, b Buffer, fla
 		blocking bool
 	)
 	st, err := c.retry(ctx, op, func() (capi.Status, error) {
-		st, _, err := c.attempt(op, takePrepared, func(ptr uintptr) (capi.Status, error) {
+		st, _, err := c.attempt(op, takePrepared, nil, func(ptr uintptr) (capi.Status, error) {
 			if err := c.checkBuf(op, "buf", b); err != nil {
 				return capi.Status{}, err
 			}

@@ -47,7 +47,7 @@ func (e *Event) Device() Device { return e.dev }
 // RecordHandle is Record on a raw stream handle (a CUstream or
 // cudaStream_t of the event's device; 0 is that device's legacy default
 // stream), for callers that hold the handle rather than a Stream, such as
-// an nccl.Observer. It allocates nothing.
+// an nccl.Hook. It allocates nothing.
 func (e *Event) RecordHandle(stream uintptr) error {
 	ctx, err := e.ctx("Event.RecordHandle")
 	if err != nil {

@@ -437,6 +437,38 @@ func (s *slot) claim(t uint64) bool {
 	}
 }
 
+// Watch marks the entry ref refers to as watched: the caller (the
+// watchdog, or any follower of operations) will call Start and Complete
+// for it, so the dump reports its state and duration; an entry nobody
+// watches reads only "enqueued". It does nothing for a zero or overwritten
+// ref. Safe for concurrent use; it allocates nothing.
+func (c *Comm) Watch(ref Ref) {
+	if ref.ticket == 0 {
+		return
+	}
+	rg := c.ring.Load()
+	if rg == nil {
+		return
+	}
+	s := &rg.slots[(ref.ticket-1)&rg.mask]
+	var bo spin.Backoff
+	for spins := 0; ; spins++ {
+		v := s.ver.Load()
+		if v>>verShift != ref.ticket {
+			return
+		}
+		if v&1 == 0 && s.ver.CompareAndSwap(v, v|1) {
+			put(&s.w[wMeta], s.w[wMeta]|flagWatched)
+			upd := (v>>1 + 1) & (1<<(verShift-1) - 1)
+			s.ver.Store(v&^(1<<verShift-1) | upd<<1)
+			return
+		}
+		if spins > 8 {
+			bo.Wait()
+		}
+	}
+}
+
 // Start notes that the GPU began the operation ref refers to (for the
 // watchdog). It does nothing for a zero or overwritten ref.
 func (c *Comm) Start(ref Ref) {

@@ -18,13 +18,13 @@
 //
 // # How it works
 //
-// Watch installs the watchdog as the communicator's nccl.Observer. For each
-// operation the communicator queues (collectives, point-to-point and
-// one-sided calls), the observer records a CUDA event created with
+// Watch attaches a hook to the communicator (nccl.Communicator.AddHook). For
+// each operation the communicator queues (collectives, point-to-point and
+// one-sided calls), the hook records a CUDA event created with
 // CU_EVENT_DISABLE_TIMING on the operation's stream, right after NCCL
 // accepted it, and hands it to the poller; events whose work completed are
 // reused, so the steady state creates none and allocates nothing. Off (not
-// watched), a communicator pays nothing: the observer is a nil check.
+// watched), a communicator pays nothing: its list of hooks is empty.
 //
 // One goroutine per process, started by the first Watch and ended with the
 // last watchdog, polls every PollInterval: for each stream of each watched
@@ -60,7 +60,7 @@
 // group ends, and one queued on a non-blocking communicator when NCCL's
 // thread launches it; an event recorded at once would complete before the
 // operation began. The watchdog therefore records a group's events when the
-// group ends (the root package tells it: nccl.GroupEndObserver), and a
+// group ends (the root package tells it: nccl.Hook's GroupEnded), and a
 // non-blocking communicator's when its next operation is queued or its
 // asynchronous state says the work has left NCCL's host side. An operation
 // NCCL never launches (a group that never ends, a non-blocking operation in
@@ -104,5 +104,5 @@
 //
 // Watched, a collective costs one uncontended mutex and one cuEventRecord
 // more (measured 150-280 ns per record on an H200; BenchmarkWatchedAllReduce
-// measures both). Unwatched, nothing: the observer is nil.
+// measures both). Unwatched, nothing: the communicator has no hook.
 package watchdog

@@ -108,12 +108,12 @@ type Options struct {
 // Watchdog watches one communicator's operations. Its methods are safe for
 // concurrent use.
 type Watchdog struct {
-	c     *nccl.Communicator
-	opts  Options
-	dev   cuda.Device
-	comm  Comm
-	prev  nccl.Observer
-	begun time.Time
+	c      *nccl.Communicator
+	opts   Options
+	dev    cuda.Device
+	comm   Comm
+	remove func() // detaches the hook (nccl.Communicator.AddHook)
+	begun  time.Time
 
 	// mu guards what Queued touches; Queued runs under the communicator's
 	// lock, so only the poller contends for it.
@@ -165,13 +165,54 @@ type entry struct {
 	started time.Duration // when it reached the head of its stream; 0: not yet
 }
 
+// claims are the communicators watched now, each by the one watchdog in
+// charge of it: Watch checks here before it attaches anything, so that a
+// refused Watch never comes between the communicator and the watchdog in
+// charge.
+var claims struct {
+	sync.Mutex
+	m map[*nccl.Communicator]*Watchdog
+}
+
+// claim makes w the watchdog in charge of its communicator, unless another
+// one watches it (neither stopped nor failed).
+func (w *Watchdog) claim() error {
+	claims.Lock()
+	defer claims.Unlock()
+	if pw := claims.m[w.c]; pw != nil && !pw.failed.Load() && !pw.isStopped() {
+		return fmt.Errorf("watchdog: Watch: %s is already watched", w.comm)
+	}
+	if claims.m == nil {
+		claims.m = make(map[*nccl.Communicator]*Watchdog)
+	}
+	claims.m[w.c] = w
+	return nil
+}
+
+// unclaim ends w's charge of its communicator.
+func (w *Watchdog) unclaim() {
+	claims.Lock()
+	defer claims.Unlock()
+	if claims.m[w.c] == w {
+		delete(claims.m, w.c)
+	}
+}
+
+// hook attaches a watchdog to its communicator (nccl.Hook), so that the
+// hook's methods are no part of Watchdog's API.
+type hook struct{ w *Watchdog }
+
+func (h hook) Queued(op nccl.QueuedOp) { h.w.queued(op) }
+func (h hook) GroupEnded()             { h.w.groupEnded() }
+
 // Watch starts watching c: every operation c queues from now on records a
 // timing-disabled CUDA event on its stream, which one goroutine of the
 // process polls, with c's asynchronous error. On a timeout or an
 // asynchronous error the watchdog dumps the flight recorder, acts on the
 // communicator (Options.Action), and reports (Err, Done, OnFailure,
-// Options.Exit). Stop ends the watch. c must be initialized; an observer
-// c already had keeps being told of every operation. The flight recorder
+// Options.Exit). Stop ends the watch. c must be initialized, and watched by
+// no other watchdog (one that stopped or failed does not count); other
+// hooks of c (nccl.Communicator.AddHook) are not affected. The flight recorder
 // (trace.Default) is turned on with trace.DefaultEntries when it is off:
 // its dump is what explains a hang.
 func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
@@ -235,33 +276,29 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 		w.free = append(w.free, ev)
 		w.events++
 	}
-	prev, err := c.SetObserver(w)
+	// Checked before anything is attached: a refused Watch leaves the
+	// watchdog in charge alone.
+	if err := w.claim(); err != nil {
+		w.destroyEvents()
+		return nil, err
+	}
+	remove, err := c.AddHook(hook{w})
 	if err != nil {
+		w.unclaim()
 		w.destroyEvents()
 		return nil, fmt.Errorf("watchdog: Watch: %w", err)
 	}
-	if pw, ok := prev.(*Watchdog); ok && pw != w && !pw.failed.Load() && !pw.isStopped() {
-		c.SetObserver(prev)
-		w.destroyEvents()
-		return nil, fmt.Errorf("watchdog: Watch: %s is already watched", w.comm)
-	}
 	w.mu.Lock()
-	w.prev = prev // Queued reads it under mu: it may already run
+	w.remove = remove
 	w.mu.Unlock()
 	register(w)
 	return w, nil
 }
 
-// Queued is the nccl.Observer hook: it runs under the communicator's lock
+// queued is the nccl.Hook's Queued: it runs under the communicator's lock
 // right after NCCL accepted an operation, records an event on its stream
-// and hands it to the poller. Not for direct use.
-func (w *Watchdog) Queued(op nccl.QueuedOp) {
-	w.mu.Lock()
-	prev := w.prev
-	w.mu.Unlock()
-	if prev != nil {
-		prev.Queued(op)
-	}
+// and hands it to the poller.
+func (w *Watchdog) queued(op nccl.QueuedOp) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -270,6 +307,14 @@ func (w *Watchdog) Queued(op nccl.QueuedOp) {
 	w.serial++
 	en := entry{tr: op.Trace, ref: op.Ref, e: op.Event, serial: w.serial}
 	w.last = en
+	if !op.OnStream {
+		// A lifecycle operation (Split, Finalize, ...) runs on no stream:
+		// no event follows it. On a non-blocking communicator it keeps
+		// the asynchronous state in progress, and a timeout then names
+		// it (w.last).
+		w.mu.Unlock()
+		return
+	}
 	// A group's operations reach the GPU when the group ends, and a
 	// non-blocking communicator's when NCCL's thread launches them: both
 	// before the communicator's next operation is accepted. Their events
@@ -285,19 +330,12 @@ func (w *Watchdog) Queued(op nccl.QueuedOp) {
 	w.mu.Unlock()
 }
 
-// GroupEnded is the nccl.GroupEndObserver hook: the outermost group that
+// groupEnded is the nccl.Hook's GroupEnded: the outermost group that
 // queued operations on the communicator has ended. On a blocking
 // communicator they are on their streams now, and their events are recorded;
 // on a non-blocking one NCCL's thread launches them, and they wait, as the
-// communicator's other operations do, for its state to say so. Not for
-// direct use.
-func (w *Watchdog) GroupEnded() {
-	w.mu.Lock()
-	prev := w.prev
-	w.mu.Unlock()
-	if g, ok := prev.(nccl.GroupEndObserver); ok {
-		g.GroupEnded()
-	}
+// communicator's other operations do, for its state to say so.
+func (w *Watchdog) groupEnded() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -332,6 +370,7 @@ func (w *Watchdog) recordLocked(en entry) {
 		return
 	}
 	en.ev = ev
+	en.tr.Watch(en.ref) // the poller starts and completes it from now on
 	w.incoming = append(w.incoming, en)
 }
 
@@ -434,12 +473,13 @@ func (w *Watchdog) Stop() {
 		w.pollMu.Lock()
 		w.asyncRun.Wait()
 		w.pollMu.Unlock()
-		if !w.failed.Load() || w.opts.Action == ActionNone {
-			prev, e := w.c.SetObserver(w.prev)
-			if e == nil && prev != nil && prev != nccl.Observer(w) {
-				w.c.SetObserver(prev) // someone else's since: leave it
-			}
+		w.mu.Lock()
+		remove := w.remove
+		w.mu.Unlock()
+		if remove != nil {
+			remove() // needs no lock of the communicator: never waits for a call
 		}
+		w.unclaim()
 		w.destroyEvents()
 		w.doneOnce.Do(func() { close(w.done) })
 	})

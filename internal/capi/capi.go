@@ -765,6 +765,17 @@ func GroupDepth() int {
 	return int(C.capi_group_depth())
 }
 
+// GroupID is the id of the calling thread's outermost open group, the
+// same for every operation of that group and distinct from every other
+// group of the process; 0 outside a group. While no thread has a group
+// open it answers without a cgo call.
+func GroupID() uint64 {
+	if atomic.LoadInt32(openGroups) == 0 {
+		return 0
+	}
+	return uint64(C.capi_group_id())
+}
+
 // GroupHeld is how many threads' open groups hold work of comm: from the
 // group's first call that queues work on comm until GroupRelease after its
 // end.

@@ -18,6 +18,8 @@
 //     depth    ncclGroupStart nesting, counted as NCCL counts it
 //     manual   bit i set: level i+1 was opened by a manual GroupStart
 //     list     the communicators the outermost group queued work on
+//     id       the outermost group's id (from group_ids), for the flight
+//              recorder: the same for every operation of one group
 //   per communicator (the held table, under held_mu):
 //     n        how many threads' groups hold it
 //     orphan   a thread ended with it in its group: NCCL can never run
@@ -32,7 +34,7 @@
 // Transitions
 //
 //   GroupStart (ok)       depth++, manual bit of the new level cleared;
-//                         depth 0->1: capi_open_groups++ and, the
+//                         depth 0->1: capi_open_groups++, a new id and, the
 //                         thread's first time, arm the thread-exit hook
 //   GroupEnd, SimEnd      depth-- (also when the end fails);
 //                         depth 1->0: capi_open_groups--
@@ -66,6 +68,7 @@ int capi_open_groups;
 
 static __thread struct group_thread {
 	int depth;
+	unsigned long long id; // the outermost group's id, while depth > 0
 	int hooked; // the thread-exit hook is armed
 	unsigned long long manual;
 	uintptr_t *comms;
@@ -80,6 +83,7 @@ static struct held_entry {
 } *held;
 static int held_cap;
 static int held_len; // written under held_mu, read relaxed without it
+static unsigned long long group_ids; // ids handed out to outermost groups
 
 static void busy_add(int delta) { __atomic_add_fetch(&capi_gate_busy, delta, __ATOMIC_RELAXED); }
 
@@ -213,6 +217,7 @@ int group_open_here(void) { return __atomic_load_n(&capi_open_groups, __ATOMIC_R
 
 void group_started(void) {
 	if (gt.depth++ == 0) {
+		gt.id = __atomic_add_fetch(&group_ids, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&capi_open_groups, 1, __ATOMIC_RELAXED);
 		busy_add(1);
 		if (!gt.hooked) {
@@ -278,6 +283,8 @@ void group_track(uintptr_t comm) {
 }
 
 int capi_group_depth(void) { return __atomic_load_n(&capi_open_groups, __ATOMIC_RELAXED) > 0 ? gt.depth : 0; }
+
+unsigned long long capi_group_id(void) { return gt.depth > 0 ? gt.id : 0; }
 
 void capi_group_mark(void) {
 	if (gt.depth > 0 && gt.depth <= 64) {

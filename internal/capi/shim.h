@@ -372,6 +372,9 @@ void capi_nonblocking_add(int delta);
 extern int capi_open_groups;
 // capi_group_depth: the calling thread's group nesting depth.
 int capi_group_depth(void);
+// capi_group_id: the id of the calling thread's outermost open group
+// (distinct for every outermost group of the process), 0 outside a group.
+unsigned long long capi_group_id(void);
 // The communicators a thread's outermost group used, collected by the gated
 // trampolines between ncclGroupStart and the matching ncclGroupEnd. After
 // the outermost capi_ncclGroupEnd (or GroupSimulateEnd), capi_group_take

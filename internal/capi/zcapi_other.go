@@ -491,6 +491,14 @@ func GroupDepth() int {
 	return *new(int)
 }
 
+// GroupID is the id of the calling thread's outermost open group, the
+// same for every operation of that group and distinct from every other
+// group of the process; 0 outside a group. While no thread has a group
+// open it answers without a cgo call.
+func GroupID() uint64 {
+	return *new(uint64)
+}
+
 // GroupHeld is how many threads' open groups hold work of comm: from the
 // group's first call that queues work on comm until GroupRelease after its
 // end.

@@ -1,0 +1,400 @@
+package nccl_test
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/faketest"
+	"github.com/nccl4go/nccl/trace"
+)
+
+// countHook counts what it is told; watch makes it mark the entries
+// watched (as a follower of operations does).
+type countHook struct {
+	mu     sync.Mutex
+	ops    []nccl.QueuedOp
+	groups int
+	watch  bool
+}
+
+func (h *countHook) Queued(op nccl.QueuedOp) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ops = append(h.ops, op)
+	if h.watch {
+		op.Watch()
+	}
+}
+
+func (h *countHook) GroupEnded() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.groups++
+}
+
+func (h *countHook) n() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.ops)
+}
+
+// entriesOf returns the dump entries of the communicator named name.
+func entriesOf(t *testing.T, name string) []trace.DumpEntry {
+	t.Helper()
+	d := trace.Default().Snapshot("test")
+	var id uint32
+	for _, c := range d.Comms {
+		if c.Name == name {
+			id = c.ID
+		}
+	}
+	if id == 0 {
+		t.Fatalf("no communicator %q in the dump", name)
+	}
+	var out []trace.DumpEntry
+	for _, e := range d.Entries {
+		if e.Comm == id {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Hooks compose: each AddHook is removed by its own remove, exactly and
+// idempotently, whatever else was added.
+func TestHooksAddRemove(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, nil)
+		buf := collBuf(t, 0, f32s(4)...)
+		ar := func() {
+			t.Helper()
+			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, b := &countHook{}, &countHook{}
+		ra1, err := c.AddHook(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := c.AddHook(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ra2, err := c.AddHook(a) // the same hook twice: told twice
+		if err != nil {
+			t.Fatal(err)
+		}
+		ar()
+		if a.n() != 2 || b.n() != 1 {
+			t.Fatalf("told a %d, b %d times; want 2, 1", a.n(), b.n())
+		}
+		ra1()
+		ra1() // idempotent: does not remove a's second entry
+		ar()
+		if a.n() != 3 || b.n() != 2 {
+			t.Fatalf("after one remove of a: told a %d, b %d times; want 3, 2", a.n(), b.n())
+		}
+		rb()
+		ar()
+		if a.n() != 4 || b.n() != 2 {
+			t.Fatalf("after removing b: told a %d, b %d times; want 4, 2", a.n(), b.n())
+		}
+		ra2()
+		ar()
+		if a.n() != 4 || b.n() != 2 {
+			t.Fatalf("after removing all: told a %d, b %d times; want 4, 2", a.n(), b.n())
+		}
+		if _, err := c.AddHook(nil); err == nil {
+			t.Error("AddHook(nil) accepted")
+		}
+		var null nccl.Communicator
+		if _, err := null.AddHook(a); err == nil {
+			t.Error("AddHook on a null communicator accepted")
+		}
+	})
+}
+
+// Hooks are added and removed from many goroutines while calls run: each
+// hook is told of every call made between its add and its remove (-race).
+func TestHooksConcurrent(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, nil)
+		buf := collBuf(t, 0, f32s(4)...)
+		stop := make(chan struct{})
+		var calls sync.WaitGroup
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					h := &countHook{}
+					remove, err := c.AddHook(h)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					runtime.Gosched()
+					remove()
+					n := h.n()
+					remove()
+					tc, _ := c.TraceComm()
+					before := tc.Seq()
+					for tc.Seq() < before+2 {
+						runtime.Gosched()
+					}
+					if h.n() > n+1 { // at most one call in flight at remove
+						t.Errorf("hook told %d times after its remove", h.n()-n)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(stop)
+		calls.Wait()
+	})
+}
+
+// A hook that does not follow the operations leaves their entries
+// unwatched: a healthy job's dump reads "enqueued", never "stuck". Only a
+// hook that calls QueuedOp.Watch (and then starts and completes them)
+// marks them.
+func TestHookDoesNotMarkWatched(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=64"}}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, &nccl.Config{CommName: "unwatched"})
+		buf := collBuf(t, 0, f32s(4)...)
+		if _, err := addHook(c, &countHook{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		es := entriesOf(t, "unwatched")
+		if len(es) != 1 || es[0].Watched {
+			t.Fatalf("entries %+v; want one unwatched AllReduce", es)
+		}
+		an := trace.Analyze([]*trace.Dump{trace.Default().Snapshot("test")})
+		if s := an.String(); containsAny(s, "stuck") {
+			t.Errorf("analysis of a healthy job says stuck:\n%s", s)
+		}
+	})
+}
+
+// A hook that follows an operation marks it watched.
+func TestHookWatchMarks(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=64"}}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, &nccl.Config{CommName: "watched"})
+		buf := collBuf(t, 0, f32s(4)...)
+		h := &countHook{watch: true}
+		if _, err := c.AddHook(h); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		op := h.ops[0]
+		op.Trace.Start(op.Ref)
+		op.Trace.Complete(op.Ref)
+		es := entriesOf(t, "watched")
+		if len(es) != 1 || !es[0].Watched || es[0].State != trace.Completed {
+			t.Fatalf("entries %+v; want one watched, completed AllReduce", es)
+		}
+	})
+}
+
+func containsAny(s string, words ...string) bool {
+	for _, w := range words {
+		for i := 0; i+len(w) <= len(s); i++ {
+			if s[i:i+len(w)] == w {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Group ids belong to the goroutine's group: two operations of one group
+// on goroutine A share an id even when goroutine B opens a group between
+// them (they used the last group begun anywhere in the process).
+func TestGroupIDPerGoroutine(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		a, b := fakeComm(t, 1, 0, nil), fakeComm(t, 1, 0, nil)
+		ha, hb := &countHook{}, &countHook{}
+		if _, err := addHook(a, ha); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := addHook(b, hb); err != nil {
+			t.Fatal(err)
+		}
+		bufA, bufB := collBuf(t, 0, f32s(4)...), collBuf(t, 0, f32s(4)...)
+		first, opened, second := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			err := nccl.Group(func() error {
+				if err := a.AllReduce(bufA, bufA, nccl.Sum, cuda.Stream{}); err != nil {
+					return err
+				}
+				close(first)
+				<-opened
+				defer close(second)
+				return a.AllReduce(bufA, bufA, nccl.Sum, cuda.Stream{})
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-first
+			err := nccl.Group(func() error {
+				close(opened)
+				<-second
+				return b.AllReduce(bufB, bufB, nccl.Sum, cuda.Stream{})
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+		if len(ha.ops) != 2 || len(hb.ops) != 1 {
+			t.Fatalf("told %d and %d operations", len(ha.ops), len(hb.ops))
+		}
+		ga0, ga1, gb := ha.ops[0].Event.Group, ha.ops[1].Event.Group, hb.ops[0].Event.Group
+		if ga0 == 0 || ga0 != ga1 || gb == 0 || gb == ga0 {
+			t.Errorf("group ids: A's operations %d and %d, B's %d; want A's equal, B's another, none 0", ga0, ga1, gb)
+		}
+		if ha.groups != 1 || hb.groups != 1 {
+			t.Errorf("GroupEnded told %d and %d times, want once each", ha.groups, hb.groups)
+		}
+		// Outside a group: no group id.
+		if err := a.AllReduce(bufA, bufA, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		if g := ha.ops[2].Event.Group; g != 0 {
+			t.Errorf("group id %d outside a group", g)
+		}
+	})
+}
+
+// Lifecycle operations are operations: Split, Shrink, Finalize, Revoke and
+// Destroy (or Abort) are recorded, told to the hooks with no stream, so that
+// a hang in one of them is not blamed on the last collective.
+func TestLifecycleRecorded(t *testing.T) {
+	for _, blocking := range []bool{true, false} {
+		faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=64", "FAKE_NCCL_POLLS=2"}}, func(t *testing.T) {
+			name := "life-nb"
+			if blocking {
+				name = "life-b"
+			}
+			c := fakeComm(t, 3, 1, &nccl.Config{CommName: name, Blocking: nccl.Ptr(blocking)})
+			h := &countHook{}
+			if _, err := addHook(c, h); err != nil {
+				t.Fatal(err)
+			}
+			buf := collBuf(t, 0, f32s(6)...)
+			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatal(err)
+			}
+			child, err := c.Split(0, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := child.Wait(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			defer child.Destroy()
+			shrunk, err := c.Shrink([]int{0}, nil, nccl.ShrinkDefault)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := shrunk.Wait(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			defer shrunk.Destroy()
+			if err := c.Destroy(); err != nil { // Finalize, then Destroy
+				t.Fatal(err)
+			}
+			want := []trace.Op{trace.AllReduce, trace.Split, trace.Shrink, trace.Finalize, trace.Destroy}
+			var got []trace.Op
+			for _, op := range h.ops {
+				got = append(got, op.Event.Op)
+				if op.OnStream != (op.Event.Op == trace.AllReduce) {
+					t.Errorf("%v: OnStream %v", op.Event.Op, op.OnStream)
+				}
+			}
+			if !equalOps(got, want) {
+				t.Fatalf("hook told %v, want %v", got, want)
+			}
+			if s := h.ops[1].Ref.Seq(); s != 2 {
+				t.Errorf("Split has seq %d, want 2 (after the AllReduce)", s)
+			}
+			es := entriesOf(t, name)
+			got = got[:0]
+			for _, e := range es {
+				got = append(got, e.Op)
+			}
+			if !equalOps(got, want) {
+				t.Errorf("dump entries %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func equalOps(a, b []trace.Op) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Operations inside GroupSimulate run nothing: they take no sequence
+// number (which made the analyzer report the rank behind) and are not told
+// to the hooks.
+func TestGroupSimulateTakesNoSeq(t *testing.T) {
+	collFake(t, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		h := &countHook{}
+		if _, err := addHook(c, h); err != nil {
+			t.Fatal(err)
+		}
+		buf := collBuf(t, 0, f32s(4)...)
+		if _, err := nccl.GroupSimulate(func() error {
+			return c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		tc, err := c.TraceComm()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.Seq() != 0 || h.n() != 0 {
+			t.Errorf("after a simulated AllReduce: seq %d, hook told %d; want 0, 0", tc.Seq(), h.n())
+		}
+	})
+}
