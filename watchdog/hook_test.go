@@ -1,0 +1,136 @@
+package watchdog_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/faketest"
+	"github.com/nccl4go/nccl/trace"
+	"github.com/nccl4go/nccl/watchdog"
+)
+
+// completedOf counts the entries of the communicator named name that the
+// dump shows watched and completed, and all its entries.
+func completedOf(t *testing.T, name string) (completed, all int) {
+	t.Helper()
+	d := trace.Default().Snapshot("test")
+	var id uint32
+	for _, c := range d.Comms {
+		if c.Name == name {
+			id = c.ID
+		}
+	}
+	for _, e := range d.Entries {
+		if e.Comm != id || e.Op != trace.AllReduce {
+			continue
+		}
+		all++
+		if e.Watched && e.State == trace.Completed {
+			completed++
+		}
+	}
+	return completed, all
+}
+
+// A Watch refused because the communicator is already watched hides
+// nothing from the watchdog in charge: every operation queued while other
+// goroutines try to Watch is followed to completion (the refused Watch
+// used to take the observer slot, then give it back).
+func TestRefusedWatchHidesNothing(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=8192"}}, func(t *testing.T) {
+		c := oneRank(t, &nccl.Config{CommName: "refused"})
+		defer c.Destroy()
+		buf := floats(t, 4)
+		w, err := watchdog.Watch(c, &watchdog.Options{Timeout: 10 * time.Second, PollInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		const n = 3000
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if w2, err := watchdog.Watch(c, nil); err == nil {
+						w2.Stop()
+						t.Error("second Watch accepted")
+						return
+					} else if !strings.Contains(err.Error(), "already watched") {
+						t.Errorf("second Watch: %v", err)
+						return
+					}
+				}
+			}()
+		}
+		for range n {
+			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(stop)
+		wg.Wait()
+		deadline := time.Now().Add(5 * time.Second)
+		for w.Stats().Pending > 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if done, all := completedOf(t, "refused"); done != n || all != n {
+			t.Errorf("%d of %d operations (recorded: %d) followed to completion by the watchdog in charge", done, n, all)
+		}
+		if err := w.Err(); err != nil {
+			t.Errorf("watchdog failed: %v", err)
+		}
+	})
+}
+
+// Once stopped, a watchdog leaves the communicator's operations alone:
+// their entries are not watched, so a dump reads them "enqueued", never
+// stuck.
+func TestStoppedWatchdogWatchesNothing(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=64"}}, func(t *testing.T) {
+		c := oneRank(t, &nccl.Config{CommName: "stopped"})
+		defer c.Destroy()
+		buf := floats(t, 4)
+		w, err := watchdog.Watch(c, &watchdog.Options{Timeout: 10 * time.Second, PollInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Stop()
+		if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		d := trace.Default().Snapshot("test")
+		for _, e := range d.Entries {
+			if e.Op == trace.AllReduce && e.Watched {
+				t.Errorf("entry watched after Stop: %+v", e)
+			}
+		}
+		// Watch again works, and follows again.
+		w, err = watchdog.Watch(c, &watchdog.Options{Timeout: 10 * time.Second, PollInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for w.Stats().Pending > 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if done, all := completedOf(t, "stopped"); done != 1 || all != 2 {
+			t.Errorf("%d of %d AllReduces watched and completed; want 1 of 2", done, all)
+		}
+	})
+}
