@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/nccl4go/nccl/internal/capi"
 )
@@ -67,6 +68,10 @@ type childCell struct {
 	err       error   // the job failed (parent aborted or broken), when final
 	claimed   bool    // a child took the outcome (or there is nothing to take)
 	abandoned bool    // the child was aborted before it was ready: abort what NCCL stores
+	// dropped: the program dropped the child while it was pending (its
+	// leak cleanup ran, without any lock): the parent aborts what NCCL
+	// stores when it is released.
+	dropped atomic.Bool
 }
 
 // pendingChild is a Split or Shrink child whose pointer is not known yet.
@@ -183,9 +188,10 @@ func (c *Communicator) resolveLocked() (done bool, err error) {
 			capi.CommAbort(value)
 		}
 		c.state = stateAborted
+		c.stopLeakWatchLocked()
 		return true, err
 	}
-	c.adoptLocked(value, p.dev, p.blocking)
+	c.adoptLocked(value, p.dev, p.blocking) // watches it for leaks as a live one
 	return true, nil
 }
 
@@ -212,9 +218,14 @@ func (p *pendingChild) outcome() (value uintptr, done bool, err error) {
 			err = &Error{Op: p.op, Code: Result(state), Detail: capi.GetLastError()}
 		}
 		value = cc.cell.Load()
-		if err == nil {
+		switch {
+		case err == nil:
 			// The poll that saw success joined NCCL's job: the cell is final.
 			par.dropCellLocked(cc)
+		case value == 0:
+			// The parent broke while its job may still run, and store a
+			// child later: the parent aborts it when released.
+			cc.abandoned = true
 		}
 	}
 	cc.claimed = true
@@ -300,7 +311,7 @@ func (c *Communicator) resolve() (p *pendingChild, done bool, err error) {
 // (then nothing is left to abort): a child whose parent's job is still
 // running is marked abandoned, and the parent aborts what NCCL stores for it
 // when the parent is released (NCCL cannot cancel a split alone).
-func (c *Communicator) abandonPending() bool {
+func (c *Communicator) abandonPending(cause error) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.life.pend
@@ -314,6 +325,8 @@ func (c *Communicator) abandonPending() bool {
 	p.abandon()
 	c.life.pend = nil
 	c.state = stateAborted
+	c.abortCause = cause
+	c.stopLeakWatchLocked()
 	return true
 }
 
@@ -359,7 +372,7 @@ func (c *Communicator) lifeAfterReleaseLocked(final commState, broken error) {
 		case broken != nil:
 			cc.err = broken
 		}
-		if cc.abandoned && cc.value != 0 {
+		if (cc.abandoned || (cc.dropped.Load() && !cc.claimed)) && cc.value != 0 {
 			capi.CommAbort(cc.value)
 		}
 		cc.cell.Free()

@@ -52,7 +52,6 @@ type Communicator struct {
 	abortReq   string        // "Abort" or "Destroy" when called while creating: abort once created
 	closing    chan struct{} // a Destroy is under way: closed when it returns
 	abortCause error         // AbortCause's reason: later calls' StateError wraps it
-	causeNext  error         // the reason an AbortCause under way gives, kept by release once aborted
 	nbCounted  bool          // counted in capi.NonBlockingAdd (NCCL runs it non-blocking)
 	props      *Properties
 	propsErr   error // a query failure that cannot change (unsupported)
@@ -601,7 +600,9 @@ func (c *Communicator) finalize(ctx context.Context, m mode) error {
 // its peers) and frees it (ncclCommFinalize, ncclCommDestroy). Collective
 // among the ranks of one node unless Finalize was called. A no-op on a null
 // communicator; after Destroy or Abort it returns an error wrapping
-// ErrClosed. Inside a group, or while another goroutine's open group holds
+// ErrClosed, also when another goroutine's Abort or Destroy released it
+// first (of concurrent calls exactly one reports success). Inside a group,
+// or while another goroutine's open group holds
 // operations of the communicator, it returns an error wrapping
 // ErrInvalidUsage and leaves the communicator allocated (its resources may
 // already be closed, and it may be finalized): call Destroy again after
@@ -666,7 +667,7 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 		}
 		errs = append(errs, err)
 	}
-	if err := c.release("Destroy", "ncclCommDestroy", capi.CommDestroy, stateDestroyed); err != nil {
+	if err := c.release("Destroy", "ncclCommDestroy", capi.CommDestroy, stateDestroyed, nil); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -712,30 +713,20 @@ func (c *Communicator) skipsFinalize() bool {
 // later call on the communicator returns a *StateError that wraps cause
 // (errors.Is and errors.As reach it), so that a goroutine that did not see
 // the abort learns its reason. A watchdog that gave up on an operation
-// passes its timeout error. The first cause recorded stays.
-func (c *Communicator) AbortCause(cause error) error {
-	if c == nil {
-		return nil
-	}
-	c.setCauseNext(cause)
-	defer c.setCauseNext(nil)
-	return c.Abort()
-}
-
-// setCauseNext sets the reason release records if it aborts the
-// communicator: a refused Abort records nothing.
-func (c *Communicator) setCauseNext(cause error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.causeNext = cause
-}
+// passes its timeout error. The cause is recorded only by the call that
+// aborts the communicator (of concurrent AbortCause calls, the one that
+// returns nil; the others return an error wrapping ErrClosed), and the
+// first cause recorded stays.
+func (c *Communicator) AbortCause(cause error) error { return c.abort(cause) }
 
 // Abort closes the communicator's resources and frees it at once,
 // cancelling its operations in flight (ncclCommAbort). Every active rank
 // should abort too. It never waits for another goroutine's wait, only for a
 // call that is inside NCCL (see Communicator). A no-op on a null
 // communicator; after Destroy or Abort it returns an error wrapping
-// ErrClosed. During a blocking Init (which NCCL gives no handle to) it
+// ErrClosed, also when another goroutine's Destroy or Abort released it
+// during this call: of concurrent Destroy and Abort calls exactly one
+// reports success. During a blocking Init (which NCCL gives no handle to) it
 // returns an error wrapping ErrInProgress, and the Init aborts the
 // communicator as soon as NCCL returns it. Inside a group, or while
 // another goroutine's group holds operations of the communicator (until
@@ -747,8 +738,13 @@ func (c *Communicator) setCauseNext(cause error) {
 // queued) and can be aborted; Go parks the main thread instead of ending
 // it, so there the holds stay. Not collective in this process's view; NCCL asks every active
 // rank to abort. NCCL 2.4.2.
-func (c *Communicator) Abort() error {
-	if c == nil || c.abandonPending() {
+func (c *Communicator) Abort() error { return c.abort(nil) }
+
+// abort is Abort recording cause (nil: none) if this call is the one that
+// aborts the communicator: the cause travels as an argument to release, so
+// that a concurrent AbortCause cannot lend it its own.
+func (c *Communicator) abort(cause error) error {
+	if c == nil || c.abandonPending(cause) {
 		return nil
 	}
 	if null, err := c.releaseNull("Abort"); null {
@@ -758,7 +754,7 @@ func (c *Communicator) Abort() error {
 		return err
 	}
 	err := c.closeResources()
-	return errors.Join(err, c.release("Abort", "ncclCommAbort", capi.CommAbort, stateAborted))
+	return errors.Join(err, c.release("Abort", "ncclCommAbort", capi.CommAbort, stateAborted, cause))
 }
 
 // releaseNull is releaseNullLocked when c has no NCCL pointer: null
@@ -805,12 +801,15 @@ func (c *Communicator) notInGroup(op string, ptr uintptr) error {
 	return nil
 }
 
-// release frees the NCCL communicator with f and makes c null.
-func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final commState) error {
+// release frees the NCCL communicator with f and makes c null; cause is
+// recorded as the abort's reason when it ends aborted. Of concurrent
+// releases exactly one succeeds: the others find c released and return
+// an error wrapping ErrClosed.
+func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final commState, cause error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ptr == 0 {
-		return nil // aborted meanwhile
+		return c.releasedLocked(op)
 	}
 	ptr := c.ptr
 	// Checked again under mu, which every call that would add a group's
@@ -861,7 +860,7 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 	c.lifeAfterReleaseLocked(final, broken)
 	c.closeTraceLocked()
 	if final == stateAborted && c.abortCause == nil {
-		c.abortCause = c.causeNext // AbortCause's reason, when it is the caller
+		c.abortCause = cause // AbortCause's reason
 	}
 	c.ptr, c.state, c.resources = 0, final, nil
 	if c.nbCounted {
@@ -873,6 +872,15 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		c.hasClean = false
 	}
 	return errors.Join(resErr, statusErr(op, fn, st), abortErr)
+}
+
+// releasedLocked is the error of a Destroy or Abort (op) that found c
+// released by another goroutine's (mu held).
+func (c *Communicator) releasedLocked(op string) error {
+	if c.state == stateNull {
+		return fmt.Errorf("nccl: %s: communicator released by another goroutine meanwhile: %w", op, ErrClosed)
+	}
+	return fmt.Errorf("nccl: %s: communicator already %s (by another goroutine meanwhile): %w", op, c.state, ErrClosed)
 }
 
 // closeResources closes every tracked resource, newest first.

@@ -235,8 +235,10 @@ var devCommKind = asyncKind{
 // (no device-API support, multimem, GIN) fail first with an error wrapping
 // ErrUnsupported. Collective. Inside a group, or on a non-blocking
 // communicator, the struct is written when NCCL's work is over (see
-// Window). NCCL 2.28.3 (the requirements layout changed in 2.28.7 and
-// 2.29.2; the binding declares the loaded release's).
+// Window). A Destroy or Abort of another goroutine that closes it before
+// the call returns makes it fail with ErrClosed. NCCL 2.28.3 (the
+// requirements layout changed in 2.28.7 and 2.29.2; the binding declares
+// the loaded release's).
 func (c *Communicator) CreateDevComm(reqs *DevCommRequirements) (*DevComm, error) {
 	return c.createDevComm(context.Background(), started, reqs)
 }

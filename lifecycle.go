@@ -303,6 +303,7 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 		return child, nil
 	}
 	child.life.pend = &pendingChild{parent: c, cell: cc, op: op, dev: dev, blocking: childBlocking, comp: comp}
+	child.watchPendingLeak(op, cc) // leak.go
 	if !completes(m, blocking) || comp.inGroup {
 		return child, nil
 	}

@@ -206,8 +206,14 @@ func finishCreate[R asyncResource](ctx context.Context, m mode, op string, block
 			return none, waitErr
 		}
 		return r, nil // pending: non-blocking, or in a group: known later
-	case resClosed: // the communicator was aborted (ctx ended)
-		return none, waitErr
+	case resClosed:
+		// Closed by the communicator's Destroy or Abort (another
+		// goroutine's, or this call's own abort when ctx ended) before
+		// the call could return it: never (nil, nil).
+		if waitErr != nil {
+			return none, waitErr
+		}
+		return none, closedErr(op, a.kind.what)
 	}
 	err := a.err
 	finishCloseLocked(r)

@@ -76,8 +76,10 @@ var windowKind = asyncKind{
 // (sizes may differ unless flags has WindowCollSymmetric). Where NCCL
 // creates no window (a communicator without symmetric-memory support), it
 // returns an error wrapping ErrNoWindow, which says why. Inside a group it
-// returns a Window known at the group's end. NCCL 2.27.3
-// (WindowStrictOrdering: 2.29.7).
+// returns a Window known at the group's end. It returns a Window or an
+// error, never neither: a Destroy or Abort of another goroutine that closes
+// the window before the call returns makes it fail with ErrClosed.
+// NCCL 2.27.3 (WindowStrictOrdering: 2.29.7).
 func (c *Communicator) RegisterWindow(b Buffer, flags WindowFlag) (*Window, error) {
 	return c.registerWindow(context.Background(), started, b, flags)
 }

@@ -35,6 +35,12 @@
 //   FAKE_NCCL_ASYNC_FAIL   code: initialization completes with this result
 //                          instead of ncclSuccess; or name=code[,...] for the
 //                          completion of other functions
+//   FAKE_NCCL_ASYNC_EARLY  n: an operation that completes with an error
+//                          (FAKE_NCCL_ASYNC_FAIL) shows the error n polls
+//                          before its job ends and stores its outputs (a
+//                          Split or Shrink child), as an NCCL job still
+//                          running when the communicator broke (a peer
+//                          failed) stores the child later
 //   FAKE_NCCL_COLL_POLLS   n: collectives and point-to-point calls on a
 //                          non-blocking communicator return ncclInProgress and
 //                          complete after n polls, as real NCCL does for
@@ -119,6 +125,7 @@ static struct {
 	int async_fail_init;
 	char async_fail[1024];
 	int init_delay_ms;
+	int async_early;
 } knob;
 
 struct fail_rule {
@@ -148,6 +155,7 @@ static void read_knobs(void) {
 	knob.version = env_int("FAKE_NCCL_VERSION", FAKE_RELEASE);
 	knob.polls = env_int("FAKE_NCCL_POLLS", 0);
 	knob.init_delay_ms = env_int("FAKE_NCCL_INIT_DELAY_MS", 0);
+	knob.async_early = env_int("FAKE_NCCL_ASYNC_EARLY", 0);
 	copy_env(knob.hang, sizeof knob.hang, "FAKE_NCCL_HANG");
 	knob.hang_all = strcmp(knob.hang, "1") == 0;
 	knob.coll_polls = env_int("FAKE_NCCL_COLL_POLLS", -1);
@@ -535,6 +543,7 @@ struct comm {
 	int hang;
 	int pending_result;
 	struct action *actions;
+	int late; // polls left before the actions of a job that failed early run
 	int dead; // destroyed or aborted
 	int finalized, revoked, suspended, shares_memory;
 	struct redop *ops;
@@ -704,14 +713,19 @@ static int begin_locked(struct comm *c, const char *fn, int polls, int result, s
 }
 
 static void complete_locked(struct comm *c) {
+	c->state = c->pending_result;
+	if (c->state != ncclSuccess && knob.async_early > 0) {
+		c->late = knob.async_early; // the job runs on: its actions later
+		return;
+	}
 	struct action *acts = c->actions;
 	c->actions = NULL;
-	c->state = c->pending_result;
 	run_actions(acts);
 }
 
 // poll_locked is ncclCommGetAsyncError's view: it completes the operation
-// in progress once its polls are used up.
+// in progress once its polls are used up (and ends a job that failed
+// early once its late polls are).
 static int poll_locked(struct comm *c) {
 	if (c->state == ncclInProgress && !c->hang) {
 		if (c->polls > 0) {
@@ -719,6 +733,10 @@ static int poll_locked(struct comm *c) {
 		} else {
 			complete_locked(c);
 		}
+	} else if (c->late > 0 && --c->late == 0) {
+		struct action *acts = c->actions;
+		c->actions = NULL;
+		run_actions(acts);
 	}
 	return c->state;
 }
