@@ -134,3 +134,55 @@ func TestStoppedWatchdogWatchesNothing(t *testing.T) {
 		}
 	})
 }
+
+// A lifecycle operation that hangs (a Split on a non-blocking communicator
+// whose job never ends) is what the watchdog blames, not the collective
+// before it, which completed.
+func TestHungSplitBlamed(t *testing.T) {
+	for _, hang := range []string{"ncclCommSplit", "ncclCommFinalize"} {
+		faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_HANG=" + hang}}, func(t *testing.T) {
+			c := oneRank(t, &nccl.Config{Blocking: nccl.Ptr(false)})
+			if err := c.Wait(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			buf := floats(t, 4)
+			failed := make(chan error, 1)
+			w, err := watchdog.Watch(c, &watchdog.Options{Timeout: 100 * time.Millisecond, PollInterval: 5 * time.Millisecond, NoDump: true,
+				OnFailure: func(err error) { failed <- err }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Wait(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			want := trace.Split
+			if hang == "ncclCommSplit" {
+				if _, err := c.Split(0, 0, nil); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				want = trace.Finalize
+				if err := c.Finalize(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got error
+			select {
+			case got = <-failed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no timeout reported for the hung " + want.String())
+			}
+			te, ok := got.(*watchdog.TimeoutError)
+			if !ok || te.Op.Op != want {
+				t.Fatalf("watchdog reported %v; want a timeout of the %v", got, want)
+			}
+			if want == trace.Split && te.Op.Seq != 2 {
+				t.Errorf("the Split's seq %d, want 2", te.Op.Seq)
+			}
+		})
+	}
+}

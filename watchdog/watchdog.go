@@ -307,20 +307,20 @@ func (w *Watchdog) queued(op nccl.QueuedOp) {
 	w.serial++
 	en := entry{tr: op.Trace, ref: op.Ref, e: op.Event, serial: w.serial}
 	w.last = en
-	if !op.OnStream {
-		// A lifecycle operation (Split, Finalize, ...) runs on no stream:
-		// no event follows it. On a non-blocking communicator it keeps
-		// the asynchronous state in progress, and a timeout then names
-		// it (w.last).
-		w.mu.Unlock()
-		return
-	}
 	// A group's operations reach the GPU when the group ends, and a
 	// non-blocking communicator's when NCCL's thread launches them: both
 	// before the communicator's next operation is accepted. Their events
 	// are recorded then.
 	if len(w.deferred) > 0 && (op.Event.Group == 0 || op.Event.Group != w.deferred[0].e.Group) {
 		w.flushLocked(len(w.deferred))
+	}
+	if !op.OnStream {
+		// A lifecycle operation (Split, Finalize, ...) runs on no stream:
+		// no event follows it. On a non-blocking communicator it keeps
+		// the asynchronous state in progress, and a timeout then names
+		// it (w.last), not the collective before it.
+		w.mu.Unlock()
+		return
 	}
 	if op.Event.Group != 0 || w.nonBlocking.Load() {
 		w.deferred = append(w.deferred, en)
