@@ -398,3 +398,62 @@ func TestGroupSimulateTakesNoSeq(t *testing.T) {
 		}
 	})
 }
+
+// logHook notes, for each operation it is told of, how many calls the fake
+// NCCL had logged by then.
+type logHook struct {
+	t    *testing.T
+	ops  []trace.Op
+	logs [][]string
+}
+
+func (h *logHook) Queued(op nccl.QueuedOp) {
+	h.ops = append(h.ops, op.Event.Op)
+	h.logs = append(h.logs, faketest.LogLines(h.t))
+}
+
+func (h *logHook) GroupEnded() {}
+
+// A blocking communicator's Split and Finalize wait inside NCCL for the
+// other ranks, where they may hang: they are recorded (and told) before
+// NCCL is called, so that a dump taken during the hang shows them. A
+// non-blocking communicator's, which return at once, once NCCL accepted
+// them.
+func TestBlockingLifecycleRecordedFirst(t *testing.T) {
+	for _, blocking := range []bool{true, false} {
+		faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+			c := fakeComm(t, 2, 0, &nccl.Config{Blocking: nccl.Ptr(blocking)})
+			defer c.Destroy()
+			if err := c.Wait(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			h := &logHook{t: t}
+			if _, err := c.AddHook(h); err != nil {
+				t.Fatal(err)
+			}
+			child, err := c.Split(0, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := child.Wait(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			defer child.Destroy()
+			if err := c.FinalizeContext(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if len(h.ops) != 2 || h.ops[0] != trace.Split || h.ops[1] != trace.Finalize {
+				t.Fatalf("told %v, want [Split Finalize]", h.ops)
+			}
+			for i, fn := range []string{"ncclCommSplit", "ncclCommFinalize"} {
+				called := false
+				for _, l := range h.logs[i] {
+					called = called || l == fn
+				}
+				if called == blocking {
+					t.Errorf("blocking %v: %s already called when the hook was told: %v", blocking, fn, called)
+				}
+			}
+		})
+	}
+}
