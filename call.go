@@ -160,7 +160,7 @@ func (c *Communicator) attempt(op string, t take, ev *trace.Event, f func(ptr ui
 		st, err = f(ptr)
 		return st, c.blocking, err
 	}
-	before := lifecycleOps[ev.Op] && c.recordsBeforeLocked(ev.Op)
+	before := lifecycleOps[ev.Op] && c.recordsBeforeLocked(ev.Op, ptr)
 	if before {
 		c.recordLocked(ev)
 	}
@@ -172,10 +172,11 @@ func (c *Communicator) attempt(op string, t take, ev *trace.Event, f func(ptr ui
 }
 
 // recordsBeforeLocked reports whether the lifecycle operation op is
-// recorded before its C call (mu held): a Split, Shrink, Grow or Finalize
-// that the communicator runs blocking, outside a group, and that its state
-// lets through (the call's own checks refuse the rest before NCCL).
-func (c *Communicator) recordsBeforeLocked(op trace.Op) bool {
+// recorded before its C call on ptr (mu held): a Split, Shrink, Grow or
+// Finalize that the communicator runs blocking, outside a group, and that
+// its state lets through (the call's own checks, and the shim's gate for
+// another thread's group, refuse the rest before NCCL).
+func (c *Communicator) recordsBeforeLocked(op trace.Op, ptr uintptr) bool {
 	switch op {
 	case trace.Split, trace.Shrink, trace.Grow:
 	case trace.Finalize:
@@ -185,7 +186,8 @@ func (c *Communicator) recordsBeforeLocked(op trace.Op) bool {
 	default:
 		return false
 	}
-	return c.blocking && !c.nbCounted && !c.finalized && capi.GroupDepth() == 0
+	return c.blocking && !c.nbCounted && !c.finalized && capi.GroupDepth() == 0 &&
+		capi.GroupHeld(ptr) == 0 && !capi.GroupOrphaned(ptr)
 }
 
 // retry runs attempt until the shim no longer answers capi.Pending, waiting

@@ -457,3 +457,44 @@ func TestBlockingLifecycleRecordedFirst(t *testing.T) {
 		})
 	}
 }
+
+// A blocking Split refused before NCCL (another goroutine's open group
+// holds the communicator) is not recorded: it takes no sequence number.
+func TestRefusedLifecycleNotRecorded(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		h := &countHook{}
+		if _, err := c.AddHook(h); err != nil {
+			t.Fatal(err)
+		}
+		buf := collBuf(t, 0, f32s(4)...)
+		queued, refused := make(chan struct{}), make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := nccl.Group(func() error {
+				if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+					return err
+				}
+				close(queued)
+				<-refused
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+		<-queued
+		_, err := c.Split(0, 0, nil)
+		close(refused)
+		wg.Wait()
+		if err == nil {
+			t.Fatal("Split accepted while another goroutine's group holds the communicator")
+		}
+		tc, _ := c.TraceComm()
+		if h.n() != 1 || tc.Seq() != 1 {
+			t.Errorf("after the refused Split: hook told %d operations, seq %d; want 1, 1 (the AllReduce)", h.n(), tc.Seq())
+		}
+	})
+}
