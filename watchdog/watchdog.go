@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
@@ -168,10 +169,10 @@ type entry struct {
 // claims are the communicators watched now, each by the one watchdog in
 // charge of it: Watch checks here before it attaches anything, so that a
 // refused Watch never comes between the communicator and the watchdog in
-// charge.
+// charge. Weak on both sides: a claim keeps neither reachable.
 var claims struct {
 	sync.Mutex
-	m map[*nccl.Communicator]*Watchdog
+	m map[weak.Pointer[nccl.Communicator]]weak.Pointer[Watchdog]
 }
 
 // claim makes w the watchdog in charge of its communicator, unless another
@@ -179,13 +180,19 @@ var claims struct {
 func (w *Watchdog) claim() error {
 	claims.Lock()
 	defer claims.Unlock()
-	if pw := claims.m[w.c]; pw != nil && !pw.failed.Load() && !pw.isStopped() {
+	k := weak.Make(w.c)
+	if pw := claims.m[k].Value(); pw != nil && !pw.failed.Load() && !pw.isStopped() {
 		return fmt.Errorf("watchdog: Watch: %s is already watched", w.comm)
 	}
 	if claims.m == nil {
-		claims.m = make(map[*nccl.Communicator]*Watchdog)
+		claims.m = make(map[weak.Pointer[nccl.Communicator]]weak.Pointer[Watchdog])
 	}
-	claims.m[w.c] = w
+	for c, pw := range claims.m { // forget the claims of collected values
+		if c.Value() == nil || pw.Value() == nil {
+			delete(claims.m, c)
+		}
+	}
+	claims.m[k] = weak.Make(w)
 	return nil
 }
 
@@ -193,8 +200,9 @@ func (w *Watchdog) claim() error {
 func (w *Watchdog) unclaim() {
 	claims.Lock()
 	defer claims.Unlock()
-	if claims.m[w.c] == w {
-		delete(claims.m, w.c)
+	k := weak.Make(w.c)
+	if claims.m[k].Value() == w {
+		delete(claims.m, k)
 	}
 }
 
