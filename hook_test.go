@@ -1,13 +1,13 @@
 package nccl_test
 
 import (
-	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/faketest"
+	"github.com/nccl4go/nccl/internal/spin"
 	"github.com/nccl4go/nccl/trace"
 )
 
@@ -153,14 +153,15 @@ func TestHooksConcurrent(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					runtime.Gosched()
+					spin.Yield()
 					remove()
 					n := h.n()
 					remove()
 					tc, _ := c.TraceComm()
 					before := tc.Seq()
+					var bo spin.Backoff
 					for tc.Seq() < before+2 {
-						runtime.Gosched()
+						bo.Wait()
 					}
 					if h.n() > n+1 { // at most one call in flight at remove
 						t.Errorf("hook told %d times after its remove", h.n()-n)

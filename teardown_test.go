@@ -11,6 +11,7 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/internal/faketest"
+	"github.com/nccl4go/nccl/internal/spin"
 )
 
 // race runs a and b at the same instant on two goroutines: each spins
@@ -22,7 +23,10 @@ func race(a, b func()) {
 	run := func(f func()) {
 		defer wg.Done()
 		ready.Add(1)
-		for ready.Load() < 2 {
+		for i := 0; ready.Load() < 2; i++ {
+			if i > 1000 { // the other one is not running: let it
+				spin.Yield()
+			}
 		}
 		f()
 	}
