@@ -68,7 +68,7 @@ func rawComm(t *testing.T) *nccl.Communicator {
 // be the other caller's).
 func TestAbortCauseConcurrent(t *testing.T) {
 	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
-		for i := range 2000 {
+		for i := range 10000 {
 			c := rawComm(t)
 			ca, cb := fmt.Errorf("cause A %d", i), fmt.Errorf("cause B %d", i)
 			var ea, eb error
@@ -94,7 +94,7 @@ func TestAbortCauseConcurrent(t *testing.T) {
 // reports success.
 func TestReleaseRaceOneSuccess(t *testing.T) {
 	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
-		for i := range 2000 {
+		for i := range 10000 {
 			c := rawComm(t)
 			var ea, eb error
 			if i%2 == 0 {
@@ -119,7 +119,7 @@ func TestReleaseRaceOneSuccess(t *testing.T) {
 func TestCreateRacingDestroy(t *testing.T) {
 	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_LSA_TEAMS=1"}}, func(t *testing.T) {
 		buf := nccl.BufferOf(mustMemAlloc[float32](t, 0, 1024))
-		for i := range 6000 {
+		for i := range 20000 {
 			id, err := nccl.NewUniqueID()
 			if err != nil {
 				t.Fatal(err)
