@@ -442,7 +442,16 @@ func (s *slot) claim(t uint64) bool {
 // for it, so the dump reports its state and duration; an entry nobody
 // watches reads only "enqueued". It does nothing for a zero or overwritten
 // ref. Safe for concurrent use; it allocates nothing.
-func (c *Comm) Watch(ref Ref) {
+func (c *Comm) Watch(ref Ref) { c.setWatched(ref, true) }
+
+// Unwatch undoes Watch: the caller stops following the entry before it
+// completed (a watchdog stopped while the operation was in flight), so the
+// dump reads it "enqueued" (state unknown) rather than started and never
+// completed, which the analyzer would call stuck.
+func (c *Comm) Unwatch(ref Ref) { c.setWatched(ref, false) }
+
+// setWatched sets or clears the watched flag of ref's entry.
+func (c *Comm) setWatched(ref Ref, on bool) {
 	if ref.ticket == 0 {
 		return
 	}
@@ -458,7 +467,11 @@ func (c *Comm) Watch(ref Ref) {
 			return
 		}
 		if v&1 == 0 && s.ver.CompareAndSwap(v, v|1) {
-			put(&s.w[wMeta], s.w[wMeta]|flagWatched)
+			if on {
+				put(&s.w[wMeta], s.w[wMeta]|flagWatched)
+			} else {
+				put(&s.w[wMeta], s.w[wMeta]&^flagWatched)
+			}
 			upd := (v>>1 + 1) & (1<<(verShift-1) - 1)
 			s.ver.Store(v&^(1<<verShift-1) | upd<<1)
 			return

@@ -186,3 +186,40 @@ func TestHungSplitBlamed(t *testing.T) {
 		})
 	}
 }
+
+// A watchdog stopped while operations are in flight (their events never
+// complete here) gives them up: a later dump reads them "enqueued", not
+// stuck (they were watched, and nobody would complete them).
+func TestStopGivesUpPending(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=64", "FAKE_CUDA_EVENT_HANG=0"}}, func(t *testing.T) {
+		c := oneRank(t, &nccl.Config{CommName: "given-up"})
+		defer c.Destroy()
+		buf := floats(t, 4)
+		w, err := watchdog.Watch(c, &watchdog.Options{Timeout: time.Hour, PollInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		watched := 0
+		for _, e := range trace.Default().Snapshot("test").Entries {
+			if e.Op == trace.AllReduce && e.Watched {
+				watched++
+			}
+		}
+		if watched != 3 {
+			t.Fatalf("%d AllReduces watched while the watchdog runs, want 3", watched)
+		}
+		time.Sleep(20 * time.Millisecond) // let the poller start the first
+		w.Stop()
+		d := trace.Default().Snapshot("test")
+		for _, e := range d.Entries {
+			if e.Op == trace.AllReduce && e.Watched && e.State != trace.Completed {
+				t.Errorf("entry left watched and not completed after Stop: %+v", e)
+			}
+		}
+	})
+}

@@ -488,9 +488,29 @@ func (w *Watchdog) Stop() {
 			remove() // needs no lock of the communicator: never waits for a call
 		}
 		w.unclaim()
+		if !w.failed.Load() {
+			w.unwatchPending()
+		}
 		w.destroyEvents()
 		w.doneOnce.Do(func() { close(w.done) })
 	})
+}
+
+// unwatchPending gives up the entries the watchdog marked watched and will
+// no longer complete (Stop of a healthy watch): the dump then reads them
+// "enqueued", not started and never completed, which the analyzer would
+// call stuck. After a failure they stay as the watchdog last saw them.
+func (w *Watchdog) unwatchPending() {
+	w.mu.Lock()
+	for _, en := range w.incoming {
+		en.tr.Unwatch(en.ref)
+	}
+	w.mu.Unlock()
+	w.pollMu.Lock()
+	for _, en := range w.pending {
+		en.tr.Unwatch(en.ref)
+	}
+	w.pollMu.Unlock()
 }
 
 func (w *Watchdog) isStopped() bool {
