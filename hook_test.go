@@ -3,6 +3,7 @@ package nccl_test
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
@@ -496,6 +497,50 @@ func TestRefusedLifecycleNotRecorded(t *testing.T) {
 		tc, _ := c.TraceComm()
 		if h.n() != 1 || tc.Seq() != 1 {
 			t.Errorf("after the refused Split: hook told %d operations, seq %d; want 1, 1 (the AllReduce)", h.n(), tc.Seq())
+		}
+	})
+}
+
+// blockHook blocks in its first Queued until released.
+type blockHook struct {
+	in, release chan struct{}
+	once        sync.Once
+}
+
+func (h *blockHook) Queued(nccl.QueuedOp) {
+	h.once.Do(func() {
+		close(h.in)
+		<-h.release
+	})
+}
+
+func (h *blockHook) GroupEnded() {}
+
+// remove needs no lock of the communicator: it returns while a call holds
+// the communicator (here inside a hook; in life, a blocking call inside
+// NCCL), and the call in flight still ends normally.
+func TestHookRemoveNeverWaits(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, nil)
+		buf := collBuf(t, 0, f32s(4)...)
+		h := &blockHook{in: make(chan struct{}), release: make(chan struct{})}
+		remove, err := c.AddHook(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error)
+		go func() { done <- c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}) }()
+		<-h.in // the call holds the communicator
+		removed := make(chan struct{})
+		go func() { remove(); close(removed) }()
+		select {
+		case <-removed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("remove waited for the call in flight")
+		}
+		close(h.release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -162,9 +162,9 @@ type Hook interface {
 	// calls (Split, Shrink, Grow, Finalize, Revoke, Abort, Destroy), which
 	// run in NCCL's call or, on a non-blocking communicator, in its
 	// background job, on no stream. A blocking communicator's Split,
-	// Shrink, Grow and Finalize are told just before NCCL runs them, since
-	// they wait inside NCCL for the other ranks. Operations issued inside
-	// GroupSimulate run nothing and are not told.
+	// Shrink, Grow and Finalize, and every Abort and Destroy, are told
+	// just before NCCL runs them, since they may wait inside NCCL.
+	// Operations issued inside GroupSimulate run nothing and are not told.
 	Queued(op QueuedOp)
 	// GroupEnded is told when the outermost group that queued operations
 	// on the communicator has ended (ncclGroupEnd returned): those
@@ -196,7 +196,8 @@ type QueuedOp struct {
 // op.Ref when the operation starts and ends, so that a dump reports its
 // state (started, completed; one started and never completed reads
 // "stuck"). A hook that does not follow the operation leaves it unwatched,
-// and the dump says only that it was queued. Not an NCCL call.
+// and the dump says only that it was queued; one that stops following it
+// before it completed calls op.Trace.Unwatch(op.Ref). Not an NCCL call.
 func (op QueuedOp) Watch() { op.Trace.Watch(op.Ref) }
 
 // AddHook adds h to the hooks of the communicator and returns the function
