@@ -153,7 +153,7 @@ func (w *Watchdog) tick() tickResult {
 		}
 	}
 
-	// Take what Queued recorded since the last tick, and date the deferred
+	// Take what queued recorded since the last tick, and date the deferred
 	// operations: one NCCL never launches (a non-blocking communicator's
 	// operation in progress for good, a group that never ends) times out
 	// too.

@@ -115,7 +115,7 @@ type Watchdog struct {
 	prev  nccl.Observer
 	begun time.Time
 
-	// mu guards what Queued touches; Queued runs under the communicator's
+	// mu guards what queued touches; queued runs under the communicator's
 	// lock, so only the poller contends for it.
 	mu       sync.Mutex
 	free     []*cuda.Event // events whose work completed, for reuse
@@ -123,7 +123,7 @@ type Watchdog struct {
 	incoming []entry       // recorded, not yet taken by the poller
 	deferred []entry       // queued inside a group or on a non-blocking communicator: no event yet
 	serial   uint64        // operations queued so far
-	closed   bool          // stopped or failed: Queued does nothing
+	closed   bool          // stopped or failed: queued does nothing
 	dropped  uint64        // operations not watched (event creation or record failed)
 	last     entry         // the newest operation queued (no event)
 
@@ -235,27 +235,34 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 		w.free = append(w.free, ev)
 		w.events++
 	}
-	prev, err := c.SetObserver(w)
+	prev, err := c.SetObserver(hook{w})
 	if err != nil {
 		w.destroyEvents()
 		return nil, fmt.Errorf("watchdog: Watch: %w", err)
 	}
-	if pw, ok := prev.(*Watchdog); ok && pw != w && !pw.failed.Load() && !pw.isStopped() {
+	if ph, ok := prev.(hook); ok && ph.w != w && !ph.w.failed.Load() && !ph.w.isStopped() {
 		c.SetObserver(prev)
 		w.destroyEvents()
 		return nil, fmt.Errorf("watchdog: Watch: %s is already watched", w.comm)
 	}
 	w.mu.Lock()
-	w.prev = prev // Queued reads it under mu: it may already run
+	w.prev = prev // queued reads it under mu: it may already run
 	w.mu.Unlock()
 	register(w)
 	return w, nil
 }
 
-// Queued is the nccl.Observer hook: it runs under the communicator's lock
-// right after NCCL accepted an operation, records an event on its stream
-// and hands it to the poller. Not for direct use.
-func (w *Watchdog) Queued(op nccl.QueuedOp) {
+// hook attaches a watchdog to its communicator: the communicator's calls
+// reach the watchdog through it, so Watchdog itself exports no hook
+// methods.
+type hook struct{ w *Watchdog }
+
+func (h hook) Queued(op nccl.QueuedOp) { h.w.queued(op) }
+func (h hook) GroupEnded()             { h.w.groupEnded() }
+
+// queued runs under the communicator's lock right after NCCL accepted an
+// operation: it records an event on its stream and hands it to the poller.
+func (w *Watchdog) queued(op nccl.QueuedOp) {
 	w.mu.Lock()
 	prev := w.prev
 	w.mu.Unlock()
@@ -285,13 +292,12 @@ func (w *Watchdog) Queued(op nccl.QueuedOp) {
 	w.mu.Unlock()
 }
 
-// GroupEnded is the nccl.GroupEndObserver hook: the outermost group that
-// queued operations on the communicator has ended. On a blocking
-// communicator they are on their streams now, and their events are recorded;
-// on a non-blocking one NCCL's thread launches them, and they wait, as the
-// communicator's other operations do, for its state to say so. Not for
-// direct use.
-func (w *Watchdog) GroupEnded() {
+// groupEnded: the outermost group that queued operations on the
+// communicator has ended. On a blocking communicator they are on their
+// streams now, and their events are recorded; on a non-blocking one NCCL's
+// thread launches them, and they wait, as the communicator's other
+// operations do, for its state to say so.
+func (w *Watchdog) groupEnded() {
 	w.mu.Lock()
 	prev := w.prev
 	w.mu.Unlock()
@@ -436,7 +442,7 @@ func (w *Watchdog) Stop() {
 		w.pollMu.Unlock()
 		if !w.failed.Load() || w.opts.Action == ActionNone {
 			prev, e := w.c.SetObserver(w.prev)
-			if e == nil && prev != nil && prev != nccl.Observer(w) {
+			if e == nil && prev != nil && prev != nccl.Observer(hook{w}) {
 				w.c.SetObserver(prev) // someone else's since: leave it
 			}
 		}
@@ -451,7 +457,7 @@ func (w *Watchdog) isStopped() bool {
 	return w.closed
 }
 
-// destroyEvents destroys every event of the watchdog (Queued must be off).
+// destroyEvents destroys every event of the watchdog (queued must be off).
 // Events still pending on a stream are released by the driver once their
 // work completes.
 func (w *Watchdog) destroyEvents() {
