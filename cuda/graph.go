@@ -190,7 +190,8 @@ func (s Stream) CaptureInfo() (CaptureStatus, uint64, error) {
 // Capture records the work fn queues on s into a Graph: it locks the
 // goroutine to its OS thread, begins the capture, runs fn, and ends the
 // capture. If fn fails, the capture is ended and its graph destroyed, and
-// fn's error is returned.
+// fn's error is returned; if fn panics, the capture is ended (on the thread
+// that began it) and the panic goes on.
 func (s Stream) Capture(mode CaptureMode, fn func() error) (*Graph, error) {
 	gs, err := CaptureStreams([]Stream{s}, mode, fn)
 	if err != nil {
@@ -203,7 +204,8 @@ func (s Stream) Capture(mode CaptureMode, fn func() error) (*Graph, error) {
 // as a group of NCCL operations over several GPUs of one process needs: it
 // begins a capture on each stream in order, runs fn, and ends them in the
 // same order, all on one locked OS thread. On failure every capture begun
-// is ended and every graph destroyed.
+// is ended and every graph destroyed; if fn panics, the captures are ended
+// on the thread that began them, and the panic goes on.
 func CaptureStreams(streams []Stream, mode CaptureMode, fn func() error) (graphs []*Graph, err error) {
 	if len(streams) == 0 {
 		return nil, &ArgError{Op: "CaptureStreams", Arg: "streams", Reason: "empty"}
@@ -214,10 +216,14 @@ func CaptureStreams(streams []Stream, mode CaptureMode, fn func() error) (graphs
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	begun := 0
+	returned := false // fn returned: no panic or runtime.Goexit under way
 	defer func() {
-		if err == nil {
+		if returned && err == nil {
 			return
 		}
+		// On a failure, and while fn panics (or calls runtime.Goexit), end
+		// what was begun on this thread, which began it, so that no stream
+		// stays capturing; the panic then goes on.
 		// End what was begun; their graphs are of no use.
 		for _, s := range streams[:begun] {
 			if g, e := s.EndCapture(); e == nil && g != nil {
@@ -236,6 +242,7 @@ func CaptureStreams(streams []Stream, mode CaptureMode, fn func() error) (graphs
 		begun++
 	}
 	ferr := fn()
+	returned = true
 	graphs = make([]*Graph, 0, len(streams))
 	var errs []error
 	for _, s := range streams {

@@ -314,7 +314,22 @@ enum {
 	X(cuGraphInstantiateWithFlags, (uintptr_t * exec, uintptr_t graph, unsigned long long flags), ((void **)exec, (void *)graph, flags)) \
 	X(cuGraphLaunch, (uintptr_t exec, uintptr_t stream), ((void *)exec, (void *)stream))                \
 	X(cuGraphExecDestroy, (uintptr_t exec), ((void *)exec))                                             \
-	X(cuGraphDestroy, (uintptr_t graph), ((void *)graph))
+	X(cuGraphDestroy, (uintptr_t graph), ((void *)graph))                                               \
+	CAPI_CUDA_FUNCS_CAPTURE_VMM(X)
+
+// Capture interaction mode of the calling thread (CUDA 10.1) and the virtual
+// memory management calls (CUDA 10.2) a test maps memory from several
+// chunks with. prop is a CUmemAllocationProp, desc a CUmemAccessDesc.
+#define CAPI_CUDA_FUNCS_CAPTURE_VMM(X)                                                                      \
+	X(cuThreadExchangeStreamCaptureMode, (int *mode), (mode))                                           \
+	X(cuMemGetAllocationGranularity, (size_t * granularity, const void *prop, int option), (granularity, prop, option)) \
+	X(cuMemCreate, (uint64_t * handle, size_t size, const void *prop, unsigned long long flags), (handle, size, prop, flags)) \
+	X(cuMemRelease, (uint64_t handle), (handle))                                                        \
+	X(cuMemAddressReserve, (uintptr_t * ptr, size_t size, size_t align, uintptr_t addr, unsigned long long flags), (ptr, size, align, addr, flags)) \
+	X(cuMemAddressFree, (uintptr_t ptr, size_t size), (ptr, size))                                      \
+	X(cuMemMap, (uintptr_t ptr, size_t size, size_t offset, uint64_t handle, unsigned long long flags), (ptr, size, offset, handle, flags)) \
+	X(cuMemUnmap, (uintptr_t ptr, size_t size), (ptr, size))                                            \
+	X(cuMemSetAccess, (uintptr_t ptr, size_t size, const void *desc, size_t count), (ptr, size, desc, count))
 
 // CUDA functions resolved but called only from inside the shim.
 #define CAPI_CUDA_INTERNAL_FUNCS(X) \
