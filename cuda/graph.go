@@ -126,7 +126,9 @@ func (s Stream) BeginCapture(mode CaptureMode) error {
 	if err != nil {
 		return err
 	}
-	return check(op, "cuStreamBeginCapture_v2", capi.CuStreamBeginCapture(ctx, h, int32(mode)))
+	r := capi.CuStreamBeginCapture(ctx, h, int32(mode))
+	capi.CaptureEpoch.Add(1) // after the call: a cache read since sees the capture
+	return check(op, "cuStreamBeginCapture_v2", r)
 }
 
 // EndCapture ends the stream's capture and returns the recorded work as a
@@ -139,6 +141,7 @@ func (s Stream) EndCapture() (*Graph, error) {
 		return nil, err
 	}
 	g, r := capi.CuStreamEndCapture(ctx, h)
+	capi.CaptureEpoch.Add(1)
 	if err := check(op, "cuStreamEndCapture", r); err != nil {
 		return nil, err
 	}

@@ -32,6 +32,8 @@
 //                      every event recorded on that stream later never
 //                      completes, as behind a kernel that never ends. Work
 //                      on a capturing stream is captured, not counted.
+//   FAKE_CUDA_QUERY_HANG 1: cuEventQuery never returns (a wedged driver, for
+//                      the watchdog's heartbeat monitor).
 //   FAKE_CUDA_CAPTURE_RULES 1: the driver's stream-capture rules, as measured
 //                      on an H200 (driver 580, CUDA 13.0), for thread B
 //                      querying or synchronizing an event or a stream while
@@ -62,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -106,6 +109,7 @@ static struct context contexts[MAX_DEVICES];
 static __thread struct context *current; // the thread's current context
 static __thread int capture_mode;        // the thread's capture interaction mode (0: global)
 static int capture_rules;                // FAKE_CUDA_CAPTURE_RULES
+static int query_hang;                   // FAKE_CUDA_QUERY_HANG
 
 static struct context *lookup_context(void *h) {
 	for (int i = 0; i < ndevices; i++) {
@@ -132,6 +136,7 @@ EXPORT int cuInit(unsigned int flags) {
 	}
 	cc = env_int("FAKE_CUDA_CC", 90);
 	capture_rules = env_int("FAKE_CUDA_CAPTURE_RULES", 0) == 1;
+	query_hang = env_int("FAKE_CUDA_QUERY_HANG", 0) == 1;
 	const char *mem = getenv("FAKE_CUDA_MEM");
 	if (mem && *mem) {
 		memory_per_device = strtoull(mem, NULL, 10);
@@ -888,6 +893,9 @@ EXPORT int cuEventSynchronize(void *event) {
 
 EXPORT int cuEventQuery(void *event) {
 	REQUIRE_INIT();
+	while (query_hang) {
+		sleep(1);
+	}
 	pthread_mutex_lock(&mu);
 	struct event *e = lookup_event_locked(event);
 	int r = !e ? CUDA_ERROR_INVALID_HANDLE : capture_forbids_locked(e->captured);
@@ -1081,8 +1089,8 @@ EXPORT int fakecuda_stream_device(void *stream) {
 	pthread_mutex_lock(&mu);
 	struct stream *s = stream ? lookup_stream_locked(stream) : NULL;
 	int d = !stream ? -1 : (s && s->alive) ? s->device : -2;
-	if (d != -2 && (stream || current)) {
-		work_note_locked(stream, stream ? d : current->device);
+	if (d != -2) {
+		work_note_locked(stream, d); // the legacy default streams of all devices count as one
 	}
 	pthread_mutex_unlock(&mu);
 	return d;
@@ -1460,8 +1468,8 @@ static struct {
 	long after; // < 0: the knob is unset
 	long work;
 	struct {
-		void *stream;
-		int device; // for the legacy default stream (stream NULL)
+		void *stream; // NULL: the legacy default stream (of any device)
+		int device;
 	} hung[64];
 	int n;
 } work_hang = {.after = -1};
@@ -1476,7 +1484,7 @@ static void work_note_locked(void *stream, int device) {
 		return;
 	}
 	for (int i = 0; i < work_hang.n; i++) {
-		if (work_hang.hung[i].stream == stream && (stream || work_hang.hung[i].device == device)) {
+		if (work_hang.hung[i].stream == stream) {
 			return;
 		}
 	}
@@ -1489,7 +1497,7 @@ static void work_note_locked(void *stream, int device) {
 
 static void event_on_stream_locked(struct event *e, void *stream, int device) {
 	for (int i = 0; i < work_hang.n; i++) {
-		if (work_hang.hung[i].stream == stream && (stream || work_hang.hung[i].device == device)) {
+		if (work_hang.hung[i].stream == stream) {
 			if (event_hung_locked(e)) {
 				return;
 			}
