@@ -517,6 +517,24 @@ func storeMax(a *atomic.Uint64, v uint64) {
 	}
 }
 
+// State is the state of the entry ref refers to; ok is false for a zero
+// ref or an entry the ring has overwritten. The watchdog follows host-side
+// operations (Split, Finalize, ...) by it.
+func (c *Comm) State(ref Ref) (st State, ok bool) {
+	if ref.ticket == 0 {
+		return 0, false
+	}
+	rg := c.ring.Load()
+	if rg == nil {
+		return 0, false
+	}
+	var e rawEntry
+	if !rg.slots[(ref.ticket-1)&rg.mask].read(&e) || e.ticket+1 != ref.ticket {
+		return 0, false
+	}
+	return e.state(), true
+}
+
 // Lookup finds the newest entry of c with sequence number seq in the given
 // class (Collective or PointToPoint), for callers that kept (comm, seq)
 // rather than the Ref. It scans the ring, so it is for slow paths.

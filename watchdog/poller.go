@@ -310,6 +310,24 @@ func (w *Watchdog) tick() tickResult {
 			w.deferred[i].seen = max(now, 1)
 		}
 	}
+	// Host-side operations: done when their entry says completed (or is
+	// gone from the ring); one not done Timeout after the poller first saw
+	// it times out.
+	host := w.host[:0]
+	for _, en := range w.host {
+		if st, ok := en.tr.State(en.ref); !ok || st == trace.Completed {
+			continue
+		}
+		if en.seen == 0 {
+			en.seen = max(now, 1)
+		}
+		if waited := now - en.seen; waited >= w.opts.Timeout && failure == nil {
+			failure = &TimeoutError{Comm: w.comm, Op: en.op(), Waited: waited, Timeout: w.opts.Timeout, Action: w.opts.Action}
+		}
+		host = append(host, en)
+	}
+	clear(w.host[len(host):])
+	w.host = host
 	if len(w.deferred) > 0 && failure == nil {
 		en := &w.deferred[0]
 		if waited := now - en.seen; waited >= w.opts.Timeout {
@@ -392,7 +410,7 @@ func (w *Watchdog) tick() tickResult {
 			destroy = append(destroy, r.ev)
 		}
 	}
-	pending := len(w.pending) + len(w.incoming) + len(w.deferred)
+	pending := len(w.pending) + len(w.incoming) + len(w.deferred) + len(w.host)
 	w.mu.Unlock()
 	clear(results)
 	w.results = results[:0]

@@ -149,6 +149,7 @@ type Watchdog struct {
 	captured uint64        // operations queued into a stream capture: not watched
 	last     entry         // the newest operation queued (no event)
 	streams  []streamState // the streams operations were queued on
+	host     []entry       // host-side operations (Split, Finalize, ...): followed by their flight-recorder entries
 	period   uint64        // the poller's ticks so far: queued records at most one event per stream and tick
 
 	nonBlocking atomic.Bool // the communicator returns ncclInProgress: events wait for the next call
@@ -341,6 +342,14 @@ func (w *Watchdog) queued(op nccl.QueuedOp) {
 	if len(w.deferred) > 0 && (op.Event.Group == 0 || op.Event.Group != w.deferred[0].e.Group) {
 		w.flushLocked(len(w.deferred))
 	}
+	if hostOp(op.Event.Op) {
+		// Split, Shrink, Grow, Finalize...: work of the host (and NCCL's
+		// threads), on no stream. The call path marks its entry started and
+		// completed; the poller reads that, and times it out by its name.
+		w.host = append(w.host, en)
+		w.mu.Unlock()
+		return
+	}
 	ss := w.streamLocked(op.Event.Stream)
 	if w.capturingLocked(ss) {
 		// Captured into a graph: it runs at each replay, not now. No event
@@ -356,6 +365,15 @@ func (w *Watchdog) queued(op nccl.QueuedOp) {
 		w.launchLocked(en, ss)
 	}
 	w.mu.Unlock()
+}
+
+// hostOp reports whether o is an operation of the host, on no stream.
+func hostOp(o trace.Op) bool {
+	switch o {
+	case trace.Init, trace.Split, trace.Shrink, trace.Grow, trace.Finalize, trace.Revoke, trace.Abort, trace.Destroy:
+		return true
+	}
+	return false
 }
 
 // streamLocked is the state of stream h (mu held).
@@ -518,7 +536,7 @@ func (w *Watchdog) Stats() Stats {
 		return Stats{} // the zero Watchdog
 	}
 	w.mu.Lock()
-	s := Stats{Events: w.events, Dropped: w.dropped, Captured: w.captured, Pending: len(w.incoming) + len(w.deferred),
+	s := Stats{Events: w.events, Dropped: w.dropped, Captured: w.captured, Pending: len(w.incoming) + len(w.deferred) + len(w.host),
 		Abandoned: w.abandoned.Load(), Polls: w.polls.Load(), Covers: w.covers.Load()}
 	w.mu.Unlock()
 	w.pollMu.Lock()
