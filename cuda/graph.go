@@ -34,6 +34,10 @@ import (
 //     until the GraphExec is destroyed. Values are read at replay time.
 //   - A custom reduction operator (PreMulSum) captured into a graph must
 //     live until the graph is destroyed.
+//   - A communicator watched by package watchdog can be captured too: the
+//     watchdog records no event in a capture and queries none, and its
+//     poller runs in relaxed capture interaction mode, so it never
+//     invalidates a capture (the captured operations are not watched).
 //   - Capture in CaptureGlobal mode forbids "unsafe" driver calls (memory
 //     allocation, synchronizing a capturing stream) on every thread while it
 //     lasts; NCCL's first operation on a communicator may connect peers and
