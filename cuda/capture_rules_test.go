@@ -131,3 +131,27 @@ func TestGPUCaptureRules(t *testing.T) {
 	requireGPU(t)
 	checkCaptureRules(t)
 }
+
+// BenchmarkStreamCaptureInfo measures the driver's answer to "is this
+// stream capturing?" (cuStreamGetCaptureInfo through the shim), which the
+// watchdog asks once per stream and capture epoch rather than per
+// operation. On a GPU machine it uses the real driver; elsewhere the fake.
+func BenchmarkStreamCaptureInfo(b *testing.B) {
+	if n, err := cuda.Count(); err != nil || n == 0 {
+		_, cudaPath := faketest.Libraries(b, faketest.Env{})
+		if err := cuda.Load(cudaPath); err != nil {
+			b.Skipf("cannot load the fake CUDA driver: %v", err)
+		}
+	}
+	s, err := cuda.Device(0).NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Destroy()
+	b.ReportAllocs()
+	for b.Loop() {
+		if st, _, err := s.CaptureInfo(); err != nil || st != cuda.NotCapturing {
+			b.Fatal(st, err)
+		}
+	}
+}

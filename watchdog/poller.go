@@ -405,6 +405,11 @@ func (w *Watchdog) tick() tickResult {
 		case cuda.NotReady:
 		case cuda.CapturedEvent:
 			w.abandoned.Add(1) // the record is a graph's: never destroyed under it
+			for i := range w.pending {
+				if w.pending[i].ev == r.ev {
+					w.pending[i].ev = nil
+				}
+			}
 		default:
 			w.events--
 			destroy = append(destroy, r.ev)
@@ -415,6 +420,11 @@ func (w *Watchdog) tick() tickResult {
 	clear(results)
 	w.results = results[:0]
 	for _, ev := range destroy {
+		for i := range w.pending { // the entries it followed get a new one
+			if w.pending[i].ev == ev {
+				w.pending[i].ev = nil
+			}
+		}
 		ev.Destroy()
 	}
 
@@ -469,14 +479,16 @@ func (w *Watchdog) tick() tickResult {
 // next event recorded after it on its stream (pollMu held): one a later
 // operation recorded (queued records after the first operation of a
 // stream in each period), else one the poller records now behind the
-// stream's last operations. It records none on a stream being captured,
-// and abandons one whose stream began a capture while it recorded.
+// stream's last operations once every earlier event there has completed.
+// It records none on a stream being captured, and abandons one whose
+// stream began a capture while it recorded.
 func (w *Watchdog) cover() {
 	type tail struct {
 		h     uintptr
 		ev    *cuda.Event // the nearest later event seen walking back
 		bare  bool        // the stream's last operations have none
 		count int
+		busy  bool // an event of the stream is pending: a new one could not complete before it
 	}
 	var buf [8]tail
 	tails := buf[:0]
@@ -490,6 +502,7 @@ func (w *Watchdog) cover() {
 		switch {
 		case en.ev != nil:
 			tails[k].ev = en.ev
+			tails[k].busy = true
 		case tails[k].ev != nil:
 			en.ev = tails[k].ev
 		default:
@@ -497,8 +510,13 @@ func (w *Watchdog) cover() {
 		}
 	}
 	for _, t := range tails {
-		if !t.bare || t.h == streamPerThread {
-			continue // the per-thread default stream is the calling thread's: queued records for each
+		if !t.bare || t.busy || t.h == streamPerThread {
+			// Nothing to cover; or an earlier event of the stream has not
+			// completed (recording behind a hung operation is of no use,
+			// and a stream whose queue is full would block the poller);
+			// or the per-thread default stream, which is the calling
+			// thread's: queued records after each of its operations.
+			continue
 		}
 		if capturing(t.h) {
 			continue

@@ -605,9 +605,13 @@ func (w *Watchdog) Stop() {
 		w.mu.Unlock()
 		w.unregistered.Store(true)
 		unregister(w, true)
+		// A tick under way ends (later ones see unregistered and start no
+		// asynchronous poll); then wait for the poll in flight without
+		// holding pollMu, so that a poller round that reached this
+		// watchdog is not held by it.
 		w.pollMu.Lock()
-		w.asyncRun.Wait()
 		w.pollMu.Unlock()
+		w.asyncRun.Wait()
 		if c := w.cw.Value(); c != nil && (!w.failed.Load() || w.opts.Action == ActionNone) {
 			prev, e := c.SetObserver(w.prev)
 			if e == nil && prev != nil && prev != nccl.Observer(hook{w}) {
