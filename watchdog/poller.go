@@ -518,7 +518,7 @@ func (w *Watchdog) cover() {
 			// thread's: queued records after each of its operations.
 			continue
 		}
-		if capturing(t.h) {
+		if w.capturing(t.h) {
 			continue
 		}
 		w.mu.Lock()
@@ -536,7 +536,7 @@ func (w *Watchdog) cover() {
 			w.pending = slices.DeleteFunc(w.pending, func(en entry) bool { return en.e.Stream == t.h && en.ev == nil })
 			continue
 		}
-		if capturing(t.h) {
+		if w.capturing(t.h) {
 			// A capture began on the stream while the event was recorded:
 			// the record may be the capture's. Never touch the event again.
 			w.abandoned.Add(1)
@@ -553,12 +553,12 @@ func (w *Watchdog) cover() {
 
 // capturing reports whether stream h is being captured (or the driver
 // cannot say); the legacy default stream never is.
-func capturing(h uintptr) bool {
+func (w *Watchdog) capturing(h uintptr) bool {
 	if h == 0 || h == streamLegacy {
 		return false
 	}
-	st, _, r := capi.CuStreamGetCaptureInfo(0, h)
-	return r != 0 || st != int32(cuda.NotCapturing)
+	st, _, err := cuda.StreamOf(h, w.dev).CaptureInfo()
+	return err != nil || st != cuda.NotCapturing
 }
 
 // flushLaunched launches the deferred operations queued outside a group

@@ -404,12 +404,12 @@ func (w *Watchdog) capturingLocked(ss *streamState) bool {
 	if ss.capEpoch == epoch && ss.h != streamPerThread {
 		return ss.capturing
 	}
-	st, _, r := capi.CuStreamGetCaptureInfo(0, ss.h)
-	if r != 0 {
+	st, _, err := cuda.StreamOf(ss.h, w.dev).CaptureInfo()
+	if err != nil {
 		w.dropped++ // cannot tell: never record an event that might be captured
 		return true
 	}
-	ss.capturing = st != int32(cuda.NotCapturing)
+	ss.capturing = st != cuda.NotCapturing
 	ss.capEpoch = epoch
 	return ss.capturing
 }
