@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -138,7 +139,8 @@ type KernelArg interface {
 	// PutKernelArg writes the argument's bytes, as the kernel's parameter
 	// type lays them out, at the start of dst and returns how many it
 	// wrote. It must not keep dst or its receiver's address: both may live
-	// on the launching goroutine's stack.
+	// on the launching goroutine's stack. When dst is too small it returns
+	// an error wrapping ErrArgumentSpace.
 	PutKernelArg(dst []byte) (int, error)
 }
 
@@ -155,7 +157,12 @@ func (s Slice[T]) PutKernelArg(dst []byte) (int, error) {
 	return 8, nil
 }
 
-var errArgSpace = fmt.Errorf("no room left in the %d bytes of kernel arguments", argBytes)
+// ErrArgumentSpace: a kernel argument does not fit in the room left.
+// KernelArg.PutKernelArg returns an error wrapping it when dst is too
+// small: Launch then tries again with more room, up to 4 KiB of arguments.
+var ErrArgumentSpace = fmt.Errorf("cuda: no room left in the %d bytes of kernel arguments", argBytes)
+
+var errArgSpace = ErrArgumentSpace
 
 // argBytes is the most bytes of arguments one launch passes, the driver's
 // traditional parameter space.
@@ -228,7 +235,10 @@ func (f *Function) Launch(s Stream, cfg LaunchConfig, args ...any) error {
 	}
 	var buf [argBytes]byte
 	var offs [capi.MaxKernelArgs]uint16
-	_, err := f.launch(stream, &c, &cfg, args, buf[:], offs[:])
+	fits, err := f.launch(stream, &c, &cfg, args, buf[:], offs[:])
+	if !fits {
+		return &ArgError{Op: op, Arg: "args", Reason: ErrArgumentSpace.Error()}
+	}
 	return err
 }
 
@@ -254,11 +264,16 @@ func (f *Function) launch(stream uintptr, c *capi.LaunchConfig, cfg *LaunchConfi
 			return false, nil
 		}
 		n, err := putArg(dst[off:], a, f.dev)
-		if err == errArgSpace {
+		if err == errArgSpace || errors.Is(err, errArgSpace) {
 			return false, nil
 		}
 		if err != nil {
-			return true, &ArgError{Op: op, Arg: fmt.Sprintf("args[%d] (%T)", i, a), Reason: err.Error()}
+			if r, ok := err.(argReason); ok {
+				return true, &ArgError{Op: op, Arg: fmt.Sprintf("args[%d] (%T)", i, a), Reason: string(r)}
+			}
+			// A KernelArg's own error (a freed Slice, a closed
+			// DevComm) keeps its identity for errors.Is.
+			return true, fmt.Errorf("cuda: %s: args[%d] (%T): %w", op, i, a, err)
 		}
 		if f.paramsKnown && n != int(f.params[i]) {
 			return true, &ArgError{Op: op, Arg: fmt.Sprintf("args[%d] (%T)", i, a),
@@ -284,6 +299,11 @@ func launchError(op string, r int32, cfg *LaunchConfig) error {
 	}
 	return check(op, fn, r)
 }
+
+// argReason is why Launch refuses an argument (an *ArgError).
+type argReason string
+
+func (r argReason) Error() string { return string(r) }
 
 // deviceArg is an argument that knows its device (Slice).
 type deviceArg interface{ Device() Device }
@@ -320,12 +340,12 @@ func putArg(dst []byte, a any, dev Device) (int, error) {
 	case BFloat16:
 		return put(dst, v)
 	case int, uint:
-		return 0, fmt.Errorf("Go's %T has no fixed C size: convert it to int32 or int64 (uint32, uint64) as the kernel declares it", a)
+		return 0, argReason(fmt.Sprintf("Go's %T has no fixed C size: convert it to int32 or int64 (uint32, uint64) as the kernel declares it", a))
 	case nil:
-		return 0, fmt.Errorf("nil argument")
+		return 0, argReason("nil argument")
 	case KernelArg:
 		if d, ok := a.(deviceArg); ok && d.Device() != dev {
-			return 0, fmt.Errorf("memory on %s, the kernel's module on %s", d.Device(), dev)
+			return 0, argReason(fmt.Sprintf("memory on %s, the kernel's module on %s", d.Device(), dev))
 		}
 		return v.PutKernelArg(dst)
 	}
@@ -354,7 +374,7 @@ func putPlain(dst []byte, a any) (int, error) {
 		plainTypes.Store(t, plain)
 	}
 	if !plain.(bool) {
-		return 0, fmt.Errorf("%s holds Go pointers (or strings, slices, maps...), which a kernel cannot read: pass device memory as a Slice or uintptr", t)
+		return 0, argReason(fmt.Sprintf("%s holds Go pointers (or strings, slices, maps...), which a kernel cannot read: pass device memory as a Slice or uintptr", t))
 	}
 	n := int(t.Size())
 	if len(dst) < n {

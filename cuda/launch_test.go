@@ -183,7 +183,6 @@ func TestLaunchErrors(t *testing.T) {
 			{"pointer", one, []any{float32(1), x, &struct{ p *int }{}, int32(4)}, "holds Go pointers"},
 			{"string", one, []any{float32(1), x, "y", int32(4)}, "holds Go pointers"},
 			{"nil", one, []any{float32(1), x, nil, int32(4)}, "nil argument"},
-			{"freed", one, []any{float32(1), x, freed, int32(4)}, "memory freed"},
 			{"other device", one, []any{float32(1), x, other, int32(4)}, "memory on cuda:1"},
 			{"zero grid", cuda.LaunchConfig{Block: cuda.Dim(1)}, []any{float32(1), x, x, int32(4)}, "X must be at least 1"},
 			{"cluster before 9.0", cuda.LaunchConfig{Grid: cuda.Dim(2), Block: cuda.Dim(1), Cluster: cuda.Dim(2)},
@@ -194,6 +193,21 @@ func TestLaunchErrors(t *testing.T) {
 			if !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(fmtErr(err), c.want) {
 				t.Errorf("%s: Launch = %v; want ErrInvalidValue saying %q", c.name, err, c.want)
 			}
+		}
+		if err := f.Launch(cuda.Stream{}, one, float32(1), x, freed, int32(4)); !errors.Is(err, cuda.ErrClosed) || !strings.Contains(err.Error(), "args[2]") {
+			t.Errorf("a freed Slice: %v, want ErrClosed naming args[2]", err)
+		}
+		mn, _ := dev.LoadModule([]byte("FAKECUBIN\nkernel nosize\n"))
+		defer mn.Unload()
+		nosize, _ := mn.Function("nosize")
+		if _, known := nosize.ParamSizes(); known {
+			t.Error("ParamSizes of a kernel the driver has no parameter information for: known")
+		}
+		if err := nosize.Launch(cuda.Stream{}, one, [3000]byte{}, [3000]byte{}); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "no room left") {
+			t.Errorf("6000 bytes of arguments: %v", err)
+		}
+		if err := nosize.Launch(cuda.Stream{}, one, [3000]byte{}); err != nil {
+			t.Errorf("3000 bytes of arguments: %v", err)
 		}
 		// The driver's checks come back as *Error.
 		err = f.Launch(cuda.Stream{}, cuda.LaunchConfig{Grid: cuda.Dim(1), Block: cuda.Dim(2048)}, float32(1), x, x, int32(4))

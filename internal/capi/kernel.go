@@ -106,3 +106,12 @@ func CuOccupancyMaxActiveBlocksPerMultiprocessor(ctx, fn uintptr, blockSize int,
 	r := C.capi_cuOccupancyMaxActiveBlocksPerMultiprocessor(C.uintptr_t(ctx), &v, C.uintptr_t(fn), C.int(blockSize), C.size_t(smem))
 	return int(v), int32(r)
 }
+
+// CopyTo copies the first n bytes of the device communicator's storage
+// into dst (no allocation: a kernel launch's argument buffer).
+func (d DevComm) CopyTo(dst []byte, n int) int {
+	if d.p == nil {
+		return 0
+	}
+	return copy(dst, unsafe.Slice((*byte)(unsafe.Pointer(d.p)), min(n, DevCommSize)))
+}

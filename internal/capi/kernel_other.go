@@ -33,3 +33,6 @@ func CuFuncGetParamInfo(ctx, fn uintptr, index int) (offset, size uint64, r int3
 func CuOccupancyMaxActiveBlocksPerMultiprocessor(ctx, fn uintptr, blockSize int, smem uint64) (int, int32) {
 	return 0, NotLoaded
 }
+
+// CopyTo copies nothing: nothing can be loaded.
+func (d DevComm) CopyTo(dst []byte, n int) int { return 0 }
