@@ -63,33 +63,53 @@ func (c *Cache) Compile(src string, opts Options, keys ...string) (r *Result, ca
 	if err != nil {
 		return nil, false, err
 	}
-	h := sha256.New()
-	field := func(s string) { fmt.Fprintf(h, "%d:%s\n", len(s), s) }
-	field("nccl4go nvrtc cache 1")
-	field(fmt.Sprintf("nvrtc %d.%d", major, minor))
-	field(opts.name())
-	field(src)
-	field(opts.Output.String())
-	for _, a := range args {
-		field(a)
-	}
-	field("keys")
-	for _, k := range keys {
-		field(k)
-	}
+	parts := append([]string{fmt.Sprintf("nvrtc %d.%d", major, minor), opts.name(), src, opts.Output.String()}, args...)
+	parts = append(append(parts, "keys"), keys...)
 	ext := map[Output]string{CUBIN: ".cubin", PTX: ".ptx", LTOIR: ".ltoir"}[opts.Output]
-	path := filepath.Join(c.Dir, hex.EncodeToString(h.Sum(nil))[:32]+ext)
-	if code, err := os.ReadFile(path); err == nil && len(code) > 0 {
-		return &Result{Code: code, Output: opts.Output, Arch: arch}, true, nil
-	}
-	r, err = compileArgs(src, opts.name(), args, arch, opts.Output)
+	var compiled *Result
+	code, cached, err := c.Get(ext, func() ([]byte, error) {
+		var err error
+		compiled, err = compileArgs(src, opts.name(), args, arch, opts.Output)
+		if err != nil {
+			return nil, err
+		}
+		return compiled.Code, nil
+	}, parts...)
 	if err != nil {
 		return nil, false, err
 	}
-	// An entry that cannot be written (a read-only directory, a full
-	// disk) costs the next run a compilation, nothing more.
-	_ = c.store(path, r.Code)
-	return r, false, nil
+	if compiled != nil {
+		return compiled, false, nil
+	}
+	return &Result{Code: code, Output: opts.Output, Arch: arch}, cached, nil
+}
+
+// Get returns the entry whose key is keys (every string that determines
+// the code: source, options, compiler and library versions), making it
+// with build when the cache has none (ext is the file's extension, such as
+// ".cubin"). cached reports whether it came from the cache. An entry that
+// cannot be written (a read-only directory, a full disk) costs the next run
+// a build, nothing more. A nil Cache calls build every time.
+func (c *Cache) Get(ext string, build func() ([]byte, error), keys ...string) (code []byte, cached bool, err error) {
+	if c == nil {
+		code, err = build()
+		return code, false, err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "nccl4go kernel cache 1\n")
+	for _, k := range keys {
+		fmt.Fprintf(h, "%d:%s\n", len(k), k)
+	}
+	path := filepath.Join(c.Dir, hex.EncodeToString(h.Sum(nil))[:32]+ext)
+	if code, err := os.ReadFile(path); err == nil && len(code) > 0 {
+		return code, true, nil
+	}
+	code, err = build()
+	if err != nil {
+		return nil, false, err
+	}
+	_ = c.store(path, code)
+	return code, false, nil
 }
 
 // store writes code to path atomically: a temporary file in the same
