@@ -193,3 +193,7 @@ func runNVCC(nvcc, src string, args []string) ([]byte, error) {
 	}
 	return os.ReadFile(out)
 }
+
+// NVCCPath is the nvcc Compile would run (NCCL4GO_NVCC, PATH,
+// $CUDA_HOME/bin, /usr/local/cuda/bin), or an error saying where it looked.
+func NVCCPath() (string, error) { return findNVCC() }

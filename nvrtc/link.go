@@ -75,3 +75,12 @@ func Link(arch string, inputs []LinkInput, extra ...string) ([]byte, error) {
 	}
 	return c.Out, nil
 }
+
+// LinkLibraryPath is the file nvJitLink was loaded from, loading it first:
+// a *LoadError says LTO is unavailable on this machine.
+func LinkLibraryPath() (string, error) {
+	if err := ensureLink(); err != nil {
+		return "", err
+	}
+	return capi.NvJitLinkPath(), nil
+}
