@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/nvrtc"
 )
@@ -154,6 +153,18 @@ func (e *NVCCError) Error() string {
 // Unwrap returns the command's error.
 func (e *NVCCError) Unwrap() error { return e.Err }
 
+// ErrNoNVCC: nvcc was not found. It wraps errors.ErrUnsupported.
+var ErrNoNVCC = fmt.Errorf("devapi: nvcc not found: %w", errors.ErrUnsupported)
+
+type noNVCCError struct{ tried []string }
+
+func (e *noNVCCError) Error() string {
+	return fmt.Sprintf("devapi: no nvcc: looked in %s; install the CUDA toolkit or set %s to nvcc's path",
+		strings.Join(e.tried, ", "), NVCCEnv)
+}
+
+func (e *noNVCCError) Is(target error) bool { return target == ErrNoNVCC || target == errors.ErrUnsupported }
+
 func findNVCC() (string, error) {
 	if p := os.Getenv(NVCCEnv); p != "" {
 		return p, nil
@@ -172,7 +183,7 @@ func findNVCC() (string, error) {
 		}
 		tried = append(tried, p)
 	}
-	return "", fmt.Errorf("devapi: no nvcc (PATH, %s, %s): %w", NVCCEnv, strings.Join(tried, ", "), nccl.ErrUnsupported)
+	return "", &noNVCCError{tried: append([]string{"PATH"}, tried...)}
 }
 
 func runNVCC(nvcc, src string, args []string) ([]byte, error) {
