@@ -103,18 +103,23 @@ func TestGPULaunchEmbeddedPTX(t *testing.T) {
 	saxpyOn(t, saxpyPTX)
 }
 
-// TestGPULaunchCUBIN: a CUBIN built offline by nvcc (the GPU script builds
-// it from testdata/saxpy.cu and names it in NCCL4GO_TEST_CUBIN), as a
-// program would go:embed it.
+// TestGPULaunchCUBIN: a CUBIN and a fatbin built offline by nvcc (the GPU
+// script builds them from testdata/saxpy.cu and names them in
+// NCCL4GO_TEST_CUBIN and NCCL4GO_TEST_FATBIN), as a program would go:embed
+// them.
 func TestGPULaunchCUBIN(t *testing.T) {
 	requireGPU(t)
-	path := os.Getenv("NCCL4GO_TEST_CUBIN")
-	if path == "" {
-		t.Skip("NCCL4GO_TEST_CUBIN names no CUBIN (the GPU script builds one with nvcc)")
+	for _, env := range []string{"NCCL4GO_TEST_CUBIN", "NCCL4GO_TEST_FATBIN"} {
+		t.Run(env, func(t *testing.T) {
+			path := os.Getenv(env)
+			if path == "" {
+				t.Skipf("%s names no file (the GPU script builds one with nvcc)", env)
+			}
+			image, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			saxpyOn(t, image)
+		})
 	}
-	image, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saxpyOn(t, image)
 }
