@@ -163,7 +163,9 @@ func (e *noNVCCError) Error() string {
 		strings.Join(e.tried, ", "), NVCCEnv)
 }
 
-func (e *noNVCCError) Is(target error) bool { return target == ErrNoNVCC || target == errors.ErrUnsupported }
+func (e *noNVCCError) Is(target error) bool {
+	return target == ErrNoNVCC || target == errors.ErrUnsupported
+}
 
 func findNVCC() (string, error) {
 	if p := os.Getenv(NVCCEnv); p != "" {
