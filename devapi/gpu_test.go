@@ -100,12 +100,24 @@ func setupRanks(t testing.TB, nranks, n int) ([]*rankState, error) {
 	return rs, nil
 }
 
+var nvrtcOnce sync.Once
+
 func loadKernels(t testing.TB) *devapi.Kernels {
 	t.Helper()
 	h, err := devapi.FindHeaders("")
 	if err != nil {
 		t.Skipf("no NCCL device headers for the loaded library (the device API cannot be compiled here): %v", err)
 	}
+	nvrtcOnce.Do(func() {
+		// Which compiler handles NCCL's headers here: NVRTC alone first.
+		t0 := time.Now()
+		_, err := devapi.Compile(devapi.Source(), devapi.Options{Headers: h, Compiler: devapi.NVRTC, NoCache: true})
+		msg := fmt.Sprint(err)
+		if len(msg) > 1500 {
+			msg = msg[:1500] + "..."
+		}
+		t.Logf("NVRTC alone on the ready kernels (%v): %s", time.Since(t0).Round(time.Millisecond), msg)
+	})
 	t0 := time.Now()
 	k, err := devapi.Load(devapi.Options{Headers: h})
 	if err != nil {
