@@ -70,3 +70,49 @@ func TestGPUCompileSaxpy(t *testing.T) {
 		t.Logf("the log of a failing compile: %v", err)
 	}
 }
+
+// TestGPULTOLink compiles saxpy to LTO-IR with NVRTC, links it to a CUBIN
+// with the machine's nvJitLink and runs it: the result is exact.
+func TestGPULTOLink(t *testing.T) {
+	if os.Getenv("NCCL4GO_FAKE_CHILD") != "" {
+		t.Skip("GPU test: skipped in a fake-library child process")
+	}
+	if n, err := cuda.Count(); err != nil || n == 0 {
+		t.Skipf("GPU test: no CUDA device (%d, %v)", n, err)
+	}
+	if _, err := nvrtc.LibraryPath(); err != nil {
+		t.Skipf("no NVRTC: %v", err)
+	}
+	path, err := nvrtc.LinkLibraryPath()
+	if err != nil {
+		t.Skipf("no nvJitLink (LTO unavailable here): %v", err)
+	}
+	ir, err := nvrtc.Compile(saxpySrc, nvrtc.Options{Device: 0, Output: nvrtc.LTOIR})
+	if err != nil {
+		t.Fatalf("Compile to LTO-IR: %v", err)
+	}
+	cubin, err := nvrtc.Link(ir.Arch, []nvrtc.LinkInput{{Type: nvrtc.InputLTOIR, Data: ir.Code}})
+	if err != nil {
+		t.Fatalf("Link with %s: %v", path, err)
+	}
+	t.Logf("nvJitLink %s: %d bytes of LTO-IR -> %d bytes of CUBIN", path, len(ir.Code), len(cubin))
+	m, err := cuda.Device(0).LoadModule(cubin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unload()
+	f, err := m.Function("saxpy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := cuda.AllocFrom(0, []float32{1, 2, 3})
+	y, _ := cuda.AllocFrom(0, []float32{1, 1, 1})
+	defer x.Free()
+	defer y.Free()
+	if err := f.Launch(cuda.Stream{}, cuda.LaunchConfig{Grid: cuda.Dim(1), Block: cuda.Dim(32)}, float32(2), x, y, int32(3)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := y.ToHost(); got[0] != 3 || got[1] != 5 || got[2] != 7 {
+		t.Errorf("LTO-linked saxpy: %v, want [3 5 7]", got)
+	}
+}

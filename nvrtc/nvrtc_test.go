@@ -213,3 +213,56 @@ func TestCache(t *testing.T) {
 		}
 	})
 }
+
+// TestLink: LTO-IR from Compile cannot be loaded as it is; Link makes a
+// CUBIN of it that runs.
+func TestLink(t *testing.T) {
+	env := fakeEnv(t)
+	if !faketest.InChild() {
+		env.Extra = append(env.Extra, "NCCL4GO_NVJITLINK_LIBRARY="+faketest.NvJitLinkLibrary(t))
+	}
+	faketest.Run(t, env, func(t *testing.T) {
+		ir, err := nvrtc.Compile(saxpySrc, nvrtc.Options{Output: nvrtc.LTOIR})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cuda.Device(0).LoadModule(ir.Code); err == nil {
+			t.Error("the driver loaded LTO-IR")
+		}
+		cubin, err := nvrtc.Link(ir.Arch, []nvrtc.LinkInput{{Type: nvrtc.InputLTOIR, Data: ir.Code}})
+		if err != nil {
+			t.Fatalf("Link: %v", err)
+		}
+		if p, err := nvrtc.LinkLibraryPath(); err != nil || !strings.Contains(p, "nvjitlink") {
+			t.Errorf("LinkLibraryPath = %q, %v", p, err)
+		}
+		m, err := cuda.Device(0).LoadModule(cubin)
+		if err != nil {
+			t.Fatalf("loading the linked CUBIN: %v", err)
+		}
+		defer m.Unload()
+		f, err := m.Function("saxpy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := cuda.AllocFrom(0, []float32{1, 2})
+		y, _ := cuda.AllocFrom(0, []float32{1, 1})
+		defer x.Free()
+		defer y.Free()
+		if err := f.Launch(cuda.Stream{}, cuda.LaunchConfig{Grid: cuda.Dim(1), Block: cuda.Dim(2)}, float32(3), x, y, int32(2)); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := y.ToHost(); got[0] != 4 || got[1] != 7 {
+			t.Errorf("linked saxpy: %v, want [4 7]", got)
+		}
+		// A bad input: a *LinkError with nvJitLink's log.
+		_, err = nvrtc.Link("sm_90", []nvrtc.LinkInput{{Type: nvrtc.InputLTOIR, Data: []byte("garbage")}})
+		var le *nvrtc.LinkError
+		if !errors.As(err, &le) || le.Stage != "add input" || !strings.Contains(le.Log, "not a fake module") {
+			t.Errorf("Link(garbage) = %v, want a *LinkError with the log", err)
+		}
+		if _, err := nvrtc.Link("sm_90", nil); err == nil {
+			t.Error("Link of nothing succeeded")
+		}
+	})
+}

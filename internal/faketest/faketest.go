@@ -360,6 +360,8 @@ func build(variant string) (string, error) {
 		src = "fakecuda.c"
 	case variant == "nvrtc":
 		src = "fakenvrtc.c"
+	case variant == "nvjitlink":
+		src = "fakenvjitlink.c"
 	case variant == "nccl-notnccl":
 		flags = append(flags, "-DFAKE_NOT_NCCL")
 	default:

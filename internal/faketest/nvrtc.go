@@ -13,3 +13,15 @@ func NVRTCLibrary(t testing.TB) string {
 	}
 	return p
 }
+
+// NvJitLinkLibrary builds (or finds in the cache) the fake nvJitLink
+// (testdata/fakenvjitlink.c) and returns its path. Point the binding at
+// it with NCCL4GO_NVJITLINK_LIBRARY in Env.Extra.
+func NvJitLinkLibrary(t testing.TB) string {
+	t.Helper()
+	p, err := library("nvjitlink")
+	if err != nil {
+		t.Fatalf("faketest: building the fake nvJitLink: %v", err)
+	}
+	return p
+}

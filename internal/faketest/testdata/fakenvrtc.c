@@ -2,7 +2,8 @@
 //
 // It "compiles" CUDA C++ into a fake module that the fake CUDA driver loads
 // (see the module format in fakecuda.c): a first line
-//   FAKECUBIN arch=sm_90   (FAKEPTX arch=compute_90, FAKELTOIR arch=...)
+//   FAKECUBIN arch=sm_90   (FAKEPTX arch=compute_90; FAKELTOIR arch=... with
+//   -dlto, which the fake driver refuses and the fake nvJitLink links)
 // then "kernel NAME ..." for each line "// fake-kernel: NAME ..." of the
 // source, and "kernel NAME" for every other `__global__ void NAME(`, then
 // "define NAME=VALUE" for each -D option. Rules modelled on NVRTC:
@@ -209,7 +210,8 @@ EXPORT int nvrtcCompileProgram(struct prog *p, int nopts, const char *const *opt
 	}
 	free(p->out);
 	p->out = NULL;
-	appendf(&p->out, "%s arch=%s\n%s", p->real_arch ? "FAKECUBIN" : "FAKEPTX", arch, body ? body : "");
+	appendf(&p->out, "%s arch=%s\n%s", p->lto ? "FAKELTOIR" : (p->real_arch ? "FAKECUBIN" : "FAKEPTX"), arch,
+		body ? body : "");
 	for (int i = 0; i < nopts; i++) {
 		if (strncmp(opts[i], "-D", 2) == 0) {
 			appendf(&p->out, "define %s\n", opts[i] + 2);
