@@ -79,7 +79,7 @@ echo "$@" >> "$0.log"
 out=
 while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
 grep -q '#error' "$(ls $(dirname $out)/*.cu)" && { echo "kernel.cu(1): error: boom" >&2; exit 1; }
-printf 'FAKECUBIN nvcc\nkernel nccl4go_lsa_allreduce_sum_f32\nkernel nccl4go_devcomm_probe\n' > "$out"
+printf 'FAKECUBIN nvcc\nkernel nccl4go_lsa_allreduce_sum_f32\nkernel nccl4go_lsa_allgather_f32\nkernel nccl4go_devcomm_probe\n' > "$out"
 `
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -110,6 +110,12 @@ func TestLoadReadyKernels(t *testing.T) {
 		send, recv := window(t, c), window(t, c)
 		if err := k.AllReduceSum(cuda.Stream{}, send, 0, recv, 0, 1024, d, 4, 256); err != nil {
 			t.Errorf("AllReduceSum: %v", err)
+		}
+		if err := k.AllGather(cuda.Stream{}, send, 0, recv, 0, 512, d, 4, 256); err != nil {
+			t.Errorf("AllGather: %v", err)
+		}
+		if err := k.AllGather(cuda.Stream{}, send, 0, recv, 0, -1, d, 4, 256); !errors.Is(err, cuda.ErrInvalidValue) {
+			t.Errorf("AllGather of -1 elements: %v", err)
 		}
 		if err := k.AllReduceSum(cuda.Stream{}, send, 0, recv, 0, 1024, d, 0, 256); !errors.Is(err, cuda.ErrInvalidValue) {
 			t.Errorf("AllReduceSum on 0 blocks: %v", err)

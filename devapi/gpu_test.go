@@ -254,6 +254,50 @@ func TestGPUDeviceAllReduce(t *testing.T) {
 	t.Logf("device all-reduce of %d floats over 2 ranks on one GPU: exact, equal to AllReduce, and after 100 graph replays", n)
 }
 
+// TestGPUDeviceAllGather: the ready all-gather of two ranks on GPU 0 gives
+// what Communicator.AllGather gives on the same data, exactly.
+func TestGPUDeviceAllGather(t *testing.T) {
+	gputest.Require(t)
+	if err := gputest.MultiRankGPU(); err != nil {
+		t.Skipf("two ranks on one GPU: %v", err)
+	}
+	const n = 1 << 16 // the receive buffer; count = n/2 per rank
+	rs, err := setupRanks(t, 2, n)
+	if err != nil {
+		t.Skipf("NCCL REFUSED the two-rank device-API setup on one GPU: %v", err)
+	}
+	k := loadKernels(t)
+	fill(t, rs, n)
+	want := make([]float32, n)
+	for r := range rs {
+		for i := range n / 2 {
+			want[r*n/2+i] = float32(r*1000 + i%1000)
+		}
+	}
+	for _, st := range rs {
+		if err := k.AllGather(st.s, st.sw, 0, st.rw, 0, n/2, st.dc, arBlocks, arThreads); err != nil {
+			t.Fatalf("AllGather: %v", err)
+		}
+	}
+	syncAll(t, rs)
+	check(t, "device all-gather", rs, want)
+	fill(t, rs, n)
+	err = nccl.Group(func() error {
+		for _, st := range rs {
+			half, _ := st.send.Sub(0, n/2)
+			if err := st.c.AllGather(nccl.BufferOf(half), nccl.BufferOf(st.recv), st.s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("AllGather: %v", err)
+	}
+	syncAll(t, rs)
+	check(t, "Communicator.AllGather on the same data", rs, want)
+}
+
 // BenchmarkDeviceAllReduce times the device all-reduce (one kernel launch
 // per rank) beside Communicator.AllReduce (a group of one call per rank)
 // for small messages, two ranks of this process on GPU 0; and the device

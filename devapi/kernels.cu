@@ -4,6 +4,7 @@
 // The "fake-kernel" lines describe the kernels to the test fakes (fake NVRTC
 // and CUDA driver); real compilers read them as comments.
 // fake-kernel: nccl4go_lsa_allreduce_sum_f32
+// fake-kernel: nccl4go_lsa_allgather_f32
 // fake-kernel: nccl4go_devcomm_probe
 #include <nccl_device.h>
 
@@ -31,6 +32,29 @@ extern "C" __global__ void nccl4go_lsa_allreduce_sum_f32(ncclWindow_t send, size
 		}
 	}
 	// Every rank's results are written before anyone goes on.
+	barrier.sync(ncclCoopCta(), cuda::memory_order_release);
+}
+
+// All-gather of count floats per rank through LSA memory: each rank
+// writes its send elements to elements [lsaRank*count, (lsaRank+1)*count)
+// of every peer's receive window. The same barrier rules as the
+// all-reduce; send and recv must not overlap.
+extern "C" __global__ void nccl4go_lsa_allgather_f32(ncclWindow_t send, size_t sendOffset, ncclWindow_t recv,
+						     size_t recvOffset, size_t count, ncclDevComm comm) {
+	ncclLsaBarrierSession<ncclCoopCta> barrier{ncclCoopCta(), comm, ncclTeamLsa(comm), comm.lsaBarrier, blockIdx.x};
+	// Every rank is inside the kernel (its receive window free) before
+	// anyone writes to it.
+	barrier.sync(ncclCoopCta(), cuda::memory_order_acquire);
+	const float *in = (const float *)ncclGetLsaPointer(send, sendOffset, comm.lsaRank);
+	const size_t first = threadIdx.x + (size_t)blockDim.x * blockIdx.x;
+	const size_t stride = (size_t)blockDim.x * gridDim.x;
+	for (int peer = 0; peer < comm.lsaSize; peer++) {
+		float *out = (float *)ncclGetLsaPointer(recv, recvOffset, peer) + (size_t)comm.lsaRank * count;
+		for (size_t i = first; i < count; i += stride) {
+			out[i] = in[i];
+		}
+	}
+	// Every rank's writes are done before anyone goes on.
 	barrier.sync(ncclCoopCta(), cuda::memory_order_release);
 }
 

@@ -21,6 +21,7 @@ func Source() string { return kernelsSource }
 type Kernels struct {
 	mod       *cuda.Module
 	allReduce *cuda.Function
+	allGather *cuda.Function
 	probe     *cuda.Function
 }
 
@@ -37,6 +38,10 @@ func Load(opts Options) (*Kernels, error) {
 	}
 	k := &Kernels{mod: mod}
 	if k.allReduce, err = mod.Function("nccl4go_lsa_allreduce_sum_f32"); err != nil {
+		mod.Unload()
+		return nil, err
+	}
+	if k.allGather, err = mod.Function("nccl4go_lsa_allgather_f32"); err != nil {
 		mod.Unload()
 		return nil, err
 	}
@@ -67,6 +72,20 @@ func (k *Kernels) AllReduceSum(s cuda.Stream, send *nccl.Window, sendOffset uint
 			Reason: fmt.Sprintf("%d, %d, %d", blocks, threads, count)}
 	}
 	return k.allReduce.Launch(s, cuda.LaunchConfig{Grid: cuda.Dim(blocks), Block: cuda.Dim(threads)},
+		send, sendOffset, recv, recvOffset, uint64(count), dc)
+}
+
+// AllGather launches, on s, this rank's part of an all-gather of count
+// float32 values per rank: this rank's send window (at sendOffset) goes to
+// elements [lsaRank*count, (lsaRank+1)*count) of every rank's recv window
+// (at recvOffset), through LSA memory. The rules of AllReduceSum apply.
+func (k *Kernels) AllGather(s cuda.Stream, send *nccl.Window, sendOffset uint64, recv *nccl.Window, recvOffset uint64,
+	count int, dc *nccl.DevComm, blocks, threads int) error {
+	if blocks <= 0 || threads <= 0 || count < 0 {
+		return &cuda.ArgError{Op: "AllGather", Arg: "blocks, threads, count",
+			Reason: fmt.Sprintf("%d, %d, %d", blocks, threads, count)}
+	}
+	return k.allGather.Launch(s, cuda.LaunchConfig{Grid: cuda.Dim(blocks), Block: cuda.Dim(threads)},
 		send, sendOffset, recv, recvOffset, uint64(count), dc)
 }
 
