@@ -1515,3 +1515,473 @@ static void event_on_stream_locked(struct event *e, void *stream, int device) {
 		}
 	}
 }
+
+// ---------------------------------------------------------------------------
+// Modules, functions and launches (helper kern: cuda/module.go, launch.go).
+//
+// A fake module is text: a first line holding "FAKECUBIN" or "FAKEPTX"
+// (what the fake NVRTC writes; "// FAKEPTX" in real PTX, which then loads on
+// both), then lines
+//   kernel NAME [SIZES [BEHAVIOUR]]   (or "// kernel ...")
+// where SIZES lists the parameters' sizes in bytes ("4,8,8,4"; "-" for
+// none) and BEHAVIOUR is what a launch does on the host:
+//   saxpy  (float a, const float *x, float *y, int n): y[i] = a*x[i] + y[i]
+//          for i < min(n, threads)
+//   echo   (void *out, ...): writes every parameter's bytes, at the offsets
+//          cuFuncGetParamInfo reports, to out (so tests see the marshalling)
+//   count  (int *counter, ...): adds 1 to *counter
+// A kernel without SIZES has no parameter information (cuFuncGetParamInfo
+// returns CUDA_ERROR_NOT_SUPPORTED) and a launch of it does nothing.
+// Anything else fails to load with CUDA_ERROR_INVALID_IMAGE and a JIT log.
+// As on a GPU, a launch on a stream being captured does not run: it is
+// recorded (here: counted), and a graph launch does not replay it.
+// Launch checks: a live function of a live module of the current context's
+// device, grid and block dimensions >= 1, at most 1024 threads a block,
+// dynamic shared memory within the function's maximum (48 KiB unless
+// raised with cuFuncSetAttribute, at most 227 KiB), a cooperative grid that
+// fits on the device at once, cluster dimensions only on compute
+// capability 9.0 and newer and dividing the grid.
+
+enum {
+	CUDA_ERROR_INVALID_IMAGE_ = 200,
+	CUDA_ERROR_ILLEGAL_ADDRESS_ = 700,
+	CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES_ = 701,
+	CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE_ = 720,
+	CUDA_ERROR_NOT_SUPPORTED_ = 801,
+	FAKE_MAX_PARAMS = 64,
+	FAKE_DEFAULT_DYN_SMEM = 48 * 1024,
+	FAKE_MAX_DYN_SMEM = 227 * 1024,
+};
+
+struct fake_function {
+	struct fake_module *mod;
+	char name[128];
+	int nparams; // -1: no parameter information
+	size_t sizes[FAKE_MAX_PARAMS];
+	size_t offsets[FAKE_MAX_PARAMS];
+	char behaviour[16];
+	int max_dyn_smem;
+	struct fake_function *next;
+};
+
+struct fake_module {
+	int alive;
+	int device;
+	struct fake_function *funcs;
+	struct fake_module *next;
+};
+
+static struct fake_module *modules;
+static long captured_launches;
+
+static struct fake_function *lookup_function_locked(void *h) {
+	for (struct fake_module *m = modules; m; m = m->next) {
+		for (struct fake_function *f = m->funcs; f; f = f->next) {
+			if ((void *)f == h) {
+				return m->alive ? f : NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+static void jit_log(unsigned n, int *opts, void **vals, const char *msg) {
+	char *buf = NULL;
+	size_t len = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (opts[i] == 5) {
+			buf = vals[i];
+		} else if (opts[i] == 6) {
+			len = (size_t)(uintptr_t)vals[i];
+		}
+	}
+	if (buf && len) {
+		snprintf(buf, len, "%s", msg);
+	}
+}
+
+static int parse_kernel_line(struct fake_module *m, const char *line) {
+	struct fake_function *f = calloc(1, sizeof *f);
+	if (!f) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	char sizes[512] = "";
+	if (sscanf(line, "kernel %127s %511s %15s", f->name, sizes, f->behaviour) < 1) {
+		free(f);
+		return CUDA_ERROR_INVALID_IMAGE_;
+	}
+	f->nparams = -1;
+	if (sizes[0] == '-') {
+		f->nparams = 0;
+	} else if (sizes[0]) {
+		f->nparams = 0;
+		size_t off = 0;
+		for (char *p = sizes; *p && f->nparams < FAKE_MAX_PARAMS;) {
+			size_t s = strtoul(p, &p, 10);
+			// The alignment a C type of that size has at most: its
+			// lowest set bit, up to 8 (a struct of three ints: 4).
+			size_t align = s & (~s + 1);
+			if (align > 8 || align == 0) {
+				align = 8;
+			}
+			off = (off + align - 1) / align * align;
+			f->sizes[f->nparams] = s;
+			f->offsets[f->nparams] = off;
+			f->nparams++;
+			off += s;
+			if (*p == ',') {
+				p++;
+			}
+		}
+	}
+	f->max_dyn_smem = FAKE_DEFAULT_DYN_SMEM;
+	f->mod = m;
+	f->next = m->funcs;
+	m->funcs = f;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuModuleLoadDataEx(void **module, const void *image, unsigned int n, int *opts, void **vals) {
+	REQUIRE_CONTEXT();
+	if (!module || !image || (n && (!opts || !vals))) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	const char *text = image;
+	size_t first = strcspn(text, "\n");
+	char head[256];
+	snprintf(head, sizeof head, "%.*s", (int)(first < 255 ? first : 255), text);
+	if (!strstr(head, "FAKECUBIN") && !strstr(head, "FAKEPTX")) {
+		jit_log(n, opts, vals, "fakecuda: not a fake module (FAKECUBIN or FAKEPTX)");
+		return CUDA_ERROR_INVALID_IMAGE_;
+	}
+	struct fake_module *m = calloc(1, sizeof *m);
+	if (!m) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->alive = 1;
+	m->device = current->device;
+	for (const char *p = strchr(text, '\n'); p && *p; p = strchr(p, '\n')) {
+		p++;
+		if (strncmp(p, "// kernel ", 10) == 0) {
+			p += 3; // a kernel line inside a PTX comment
+		}
+		if (strncmp(p, "kernel ", 7) == 0) {
+			char line[1024];
+			size_t len = strcspn(p, "\n");
+			if (len >= sizeof line) {
+				len = sizeof line - 1;
+			}
+			memcpy(line, p, len);
+			line[len] = 0;
+			int r = parse_kernel_line(m, line);
+			if (r) {
+				jit_log(n, opts, vals, "fakecuda: bad kernel line");
+				return r;
+			}
+		}
+	}
+	pthread_mutex_lock(&mu);
+	m->next = modules;
+	modules = m;
+	pthread_mutex_unlock(&mu);
+	*module = m;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuModuleUnload(void *module) {
+	REQUIRE_CONTEXT();
+	pthread_mutex_lock(&mu);
+	int r = CUDA_ERROR_INVALID_HANDLE;
+	for (struct fake_module *m = modules; m; m = m->next) {
+		if ((void *)m == module && m->alive) {
+			m->alive = 0;
+			r = CUDA_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuModuleGetFunction(void **fn, void *module, const char *name) {
+	REQUIRE_CONTEXT();
+	if (!fn || !name) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	int r = CUDA_ERROR_INVALID_HANDLE;
+	for (struct fake_module *m = modules; m; m = m->next) {
+		if ((void *)m == module && m->alive) {
+			r = CUDA_ERROR_NOT_FOUND;
+			for (struct fake_function *f = m->funcs; f; f = f->next) {
+				if (strcmp(f->name, name) == 0) {
+					*fn = f;
+					r = CUDA_SUCCESS;
+					break;
+				}
+			}
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuFuncGetAttribute(int *value, int attr, void *fn) {
+	REQUIRE_CONTEXT();
+	if (!value) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	struct fake_function *f = lookup_function_locked(fn);
+	int r = f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (f) {
+		switch (attr) {
+		case 0: // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+			*value = 1024;
+			break;
+		case 4: // NUM_REGS
+			*value = 32;
+			break;
+		case 8: // MAX_DYNAMIC_SHARED_SIZE_BYTES
+			*value = f->max_dyn_smem;
+			break;
+		case 1: // SHARED_SIZE_BYTES
+		case 2: // CONST_SIZE_BYTES
+		case 3: // LOCAL_SIZE_BYTES
+			*value = 0;
+			break;
+		case 5: // PTX_VERSION
+		case 6: // BINARY_VERSION
+			*value = cc;
+			break;
+		default:
+			r = CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuFuncSetAttribute(void *fn, int attr, int value) {
+	REQUIRE_CONTEXT();
+	pthread_mutex_lock(&mu);
+	struct fake_function *f = lookup_function_locked(fn);
+	int r = f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (f) {
+		if (attr != 8 || value < 0 || value > FAKE_MAX_DYN_SMEM) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			f->max_dyn_smem = value;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuFuncGetParamInfo(void *fn, size_t index, size_t *offset, size_t *size) {
+	REQUIRE_CONTEXT();
+	pthread_mutex_lock(&mu);
+	struct fake_function *f = lookup_function_locked(fn);
+	int r = CUDA_ERROR_INVALID_HANDLE;
+	if (f) {
+		if (f->nparams < 0) {
+			r = CUDA_ERROR_NOT_SUPPORTED_;
+		} else if (index >= (size_t)f->nparams) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			if (offset) {
+				*offset = f->offsets[index];
+			}
+			if (size) {
+				*size = f->sizes[index];
+			}
+			r = CUDA_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+static int fake_blocks_per_sm(int block, size_t smem) {
+	if (block <= 0 || block > 1024) {
+		return 0;
+	}
+	int by_threads = 2048 / block;
+	int by_smem = smem ? (int)(228 * 1024 / smem) : 32;
+	int n = by_threads < by_smem ? by_threads : by_smem;
+	return n < 32 ? n : 32;
+}
+
+EXPORT int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *fn, int blockSize, size_t smem) {
+	REQUIRE_CONTEXT();
+	if (!blocks || blockSize <= 0) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	struct fake_function *f = lookup_function_locked(fn);
+	pthread_mutex_unlock(&mu);
+	if (!f) {
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	*blocks = (smem > (size_t)f->max_dyn_smem) ? 0 : fake_blocks_per_sm(blockSize, smem);
+	return CUDA_SUCCESS;
+}
+
+static int fake_run(struct fake_function *f, unsigned long long threads, void **params) {
+	if (f->nparams <= 0 || !params) {
+		return f->nparams > 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	}
+	if (strcmp(f->behaviour, "saxpy") == 0 && f->nparams == 4) {
+		float a = *(float *)params[0];
+		float *x = *(float **)params[1], *y = *(float **)params[2];
+		int n = *(int *)params[3];
+		unsigned long long m = (unsigned long long)(n < 0 ? 0 : n);
+		if (m > threads) {
+			m = threads;
+		}
+		if (!check_range((uintptr_t)x, m * 4) || !check_range((uintptr_t)y, m * 4)) {
+			return CUDA_ERROR_ILLEGAL_ADDRESS_;
+		}
+		for (unsigned long long i = 0; i < m; i++) {
+			y[i] = a * x[i] + y[i];
+		}
+	} else if (strcmp(f->behaviour, "echo") == 0) {
+		unsigned char *out = *(unsigned char **)params[0];
+		int last = f->nparams - 1;
+		size_t total = f->offsets[last] + f->sizes[last];
+		if (!check_range((uintptr_t)out, total)) {
+			return CUDA_ERROR_ILLEGAL_ADDRESS_;
+		}
+		for (int i = 0; i < f->nparams; i++) {
+			memcpy(out + f->offsets[i], params[i], f->sizes[i]);
+		}
+	} else if (strcmp(f->behaviour, "count") == 0) {
+		int *counter = *(int **)params[0];
+		if (!check_range((uintptr_t)counter, 4)) {
+			return CUDA_ERROR_ILLEGAL_ADDRESS_;
+		}
+		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+	}
+	return CUDA_SUCCESS;
+}
+
+static int fake_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned smem, void *stream,
+		       void **params, int cooperative, const unsigned cluster[3]) {
+	REQUIRE_CONTEXT();
+	for (int i = 0; i < 3; i++) {
+		if (grid[i] == 0 || block[i] == 0) {
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	unsigned long long threads_per_block = (unsigned long long)block[0] * block[1] * block[2];
+	if (threads_per_block > 1024 || block[2] > 64) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	int r = check_stream(stream);
+	if (r) {
+		return r;
+	}
+	pthread_mutex_lock(&mu);
+	struct fake_function *f = lookup_function_locked(fn);
+	struct stream *s = stream ? lookup_stream_locked(stream) : NULL;
+	struct capture *c = stream ? lookup_capture_locked(stream) : NULL;
+	int capturing = c && c->active;
+	pthread_mutex_unlock(&mu);
+	if (!f) {
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	if (f->mod->device != current->device || (s && s->device != current->device)) {
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	if (smem > (unsigned)f->max_dyn_smem) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	unsigned long long blocks = (unsigned long long)grid[0] * grid[1] * grid[2];
+	if (cooperative && blocks > (unsigned long long)fake_blocks_per_sm((int)threads_per_block, smem) * 132) {
+		return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE_;
+	}
+	if (cluster && cluster[0]) {
+		if (cc < 90) {
+			return CUDA_ERROR_NOT_SUPPORTED_;
+		}
+		for (int i = 0; i < 3; i++) {
+			if (cluster[i] == 0 || grid[i] % cluster[i]) {
+				return CUDA_ERROR_INVALID_VALUE;
+			}
+		}
+		if ((unsigned long long)cluster[0] * cluster[1] * cluster[2] > 8) {
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	if (capturing) {
+		pthread_mutex_lock(&mu);
+		captured_launches++;
+		pthread_mutex_unlock(&mu);
+		return CUDA_SUCCESS;
+	}
+	return fake_run(f, blocks * threads_per_block, params);
+}
+
+EXPORT int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+			  unsigned smem, void *stream, void **params, void **extra) {
+	if (extra) {
+		return CUDA_ERROR_INVALID_VALUE; // the binding never passes extra
+	}
+	unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+	return fake_launch(fn, grid, block, smem, stream, params, 0, NULL);
+}
+
+EXPORT int cuLaunchCooperativeKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+				     unsigned bz, unsigned smem, void *stream, void **params) {
+	unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+	return fake_launch(fn, grid, block, smem, stream, params, 1, NULL);
+}
+
+// CUlaunchConfig and CUlaunchAttribute (CUDA 12.0 - 13.0).
+struct fake_launch_attr {
+	int id;
+	char pad[4];
+	union {
+		char raw[64];
+		unsigned dims[3];
+		int value;
+	} v;
+};
+
+struct fake_launch_config {
+	unsigned gx, gy, gz, bx, by, bz, smem;
+	void *stream;
+	struct fake_launch_attr *attrs;
+	unsigned nattrs;
+};
+
+EXPORT int cuLaunchKernelEx(const struct fake_launch_config *c, void *fn, void **params, void **extra) {
+	if (!c || extra || (c->nattrs && !c->attrs)) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	int cooperative = 0;
+	unsigned cluster[3] = {0, 0, 0};
+	for (unsigned i = 0; i < c->nattrs; i++) {
+		switch (c->attrs[i].id) {
+		case 2: // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+			cooperative = c->attrs[i].v.value != 0;
+			break;
+		case 4: // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+			memcpy(cluster, c->attrs[i].v.dims, sizeof cluster);
+			if (!cluster[0]) {
+				return CUDA_ERROR_INVALID_VALUE;
+			}
+			break;
+		default:
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	unsigned grid[3] = {c->gx, c->gy, c->gz}, block[3] = {c->bx, c->by, c->bz};
+	return fake_launch(fn, grid, block, c->smem, c->stream, params, cooperative, cluster);
+}
+
+EXPORT long fakecuda_captured_launches(void) {
+	pthread_mutex_lock(&mu);
+	long n = captured_launches;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
