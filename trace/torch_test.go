@@ -132,18 +132,64 @@ func unpickle(b []byte) (any, error) {
 		case 0x86:
 			v2, v1 := pop(), pop()
 			stack = append(stack, tuple{v1, v2})
-		case 'q':
-			s, err := need(1)
+		case 'M':
+			s, err := need(2)
 			if err != nil {
 				return nil, err
 			}
-			memo[int(s[0])] = stack[len(stack)-1]
-		case 'h':
-			s, err := need(1)
+			stack = append(stack, int64(binary.LittleEndian.Uint16(s)))
+		case 0x8c, 'U', 'T':
+			n := 1
+			if op == 'T' {
+				n = 4
+			}
+			s, err := need(n)
 			if err != nil {
 				return nil, err
 			}
-			stack = append(stack, memo[int(s[0])])
+			l := int(s[0])
+			if n == 4 {
+				l = int(binary.LittleEndian.Uint32(s))
+			}
+			s, err = need(l)
+			if err != nil {
+				return nil, err
+			}
+			stack = append(stack, string(s))
+		case 0x95: // FRAME: a length to skip
+			if _, err := need(8); err != nil {
+				return nil, err
+			}
+		case 0x94: // MEMOIZE
+			memo[len(memo)] = stack[len(stack)-1]
+		case 'q', 'r':
+			n := 1
+			if op == 'r' {
+				n = 4
+			}
+			s, err := need(n)
+			if err != nil {
+				return nil, err
+			}
+			k := int(s[0])
+			if n == 4 {
+				k = int(binary.LittleEndian.Uint32(s))
+			}
+			memo[k] = stack[len(stack)-1]
+		case 'h', 'j':
+			n := 1
+			if op == 'j' {
+				n = 4
+			}
+			s, err := need(n)
+			if err != nil {
+				return nil, err
+			}
+			k := int(s[0])
+			if n == 4 {
+				k = int(binary.LittleEndian.Uint32(s))
+			}
+			stack = append(stack, memo[k])
 		default:
 			return nil, fmt.Errorf("opcode %#x at %d not supported", op, i-1)
 		}
@@ -413,6 +459,25 @@ print(json.dumps(out, sort_keys=True))
 	if strings.TrimSpace(string(got)) != want {
 		t.Errorf("python3 read:\n%s\nwant:\n%s", got, want)
 	}
+	// The test's own reader against Python's writer (protocols 2 and 4,
+	// with memo), so that it reads torch's own files as Python does.
+	for _, proto := range []string{"2", "4"} {
+		pk, err := exec.Command(py, "-c", `import pickle, sys
+v = {"version": "2.10", "n": [0, 1, 255, 256, 65536, -1, 2**40, -2**40], "f": 1.5, "t": ("a", "b"), "none": None, "b": [True, False]}
+v["again"] = v["t"]
+sys.stdout.buffer.write(pickle.dumps(v, protocol=`+proto+`))`).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := unpickle(pk)
+		if err != nil {
+			t.Fatalf("protocol %s: %v", proto, err)
+		}
+		j, _ := json.Marshal(v)
+		if w := `{"again":["a","b"],"b":[true,false],"f":1.5,"n":[0,1,255,256,65536,-1,1099511627776,-1099511627776],"none":null,"t":["a","b"],"version":"2.10"}`; string(j) != w {
+			t.Errorf("protocol %s: read %s, want %s", proto, j, w)
+		}
+	}
 }
 
 // torchGolden is where the GPU run's golden files go: go/ the Go ranks'
@@ -453,6 +518,34 @@ func TestTorchGolden(t *testing.T) {
 		checkTorchFile(t, name, golden)
 		if !bytes.Equal(golden, f.Data) {
 			t.Errorf("%s: the export of the same dumps differs from what PyTorch's analyzer read", name)
+		}
+	}
+	// torch_own_dump is what torch's own recorder wrote on the same machine
+	// (one all-reduce of a one-rank process group): every key it writes,
+	// but the stack frames and NCCL's communicator state, is in ours too.
+	if own, err := os.ReadFile(filepath.Join(torchGolden, "torch_own_dump")); err == nil {
+		v, err := unpickle(own)
+		if err != nil {
+			t.Fatalf("torch_own_dump: %v", err)
+		}
+		ownTop := v.(map[string]any)
+		if ownTop["version"] != TorchVersion {
+			t.Errorf("torch's recorder writes version %v, ExportTorch %s", ownTop["version"], TorchVersion)
+		}
+		ours := checkTorchFile(t, "export", files[0].Data)
+		for k := range ownTop {
+			if _, ok := ours[k]; !ok && k != "nccl_comm_state" {
+				t.Errorf("torch's dump has %q, the export does not", k)
+			}
+		}
+		ownEntries, _ := ownTop["entries"].([]any)
+		ourEntries, _ := ours["entries"].([]any)
+		if len(ownEntries) > 0 && len(ourEntries) > 0 {
+			for k := range ownEntries[len(ownEntries)-1].(map[string]any) {
+				if _, ok := ourEntries[0].(map[string]any)[k]; !ok && k != "frames" {
+					t.Errorf("torch's entries have %q, the export's do not", k)
+				}
+			}
 		}
 	}
 	missing, err := os.ReadFile(filepath.Join(torchGolden, "missing_rank"))
