@@ -99,6 +99,15 @@
 //
 // Fields that do not apply to an entry are left out.
 //
+// # PyTorch's format
+//
+// ExportTorch converts the dumps of a job into PyTorch's flight-recorder
+// format (one pickle per rank, version TorchVersion), and WriteTorchDir
+// writes them as PyTorch names its files (nccl_trace_rank_<R>), so that
+// PyTorch's analyzer (python -m torch.distributed.flight_recorder.fr_trace)
+// and the tools built on its format read Go ranks; `nccl4go trace export
+// -format torch` does it from the command line.
+//
 // # Analysis
 //
 // Analyze groups the dumps' communicators by hash and aligns their
