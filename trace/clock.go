@@ -13,9 +13,12 @@ import (
 // 50 ms; reading it costs a load, where reading a clock costs 15-20 ns, more
 // than the whole record. An enqueue time is then late by at most a tick,
 // plus however late the Go scheduler runs the ticker: hang analysis needs
-// milliseconds. "mono": Go's monotonic clock at every Record, to the
-// nanosecond. Start, Complete and CompleteIn always read the monotonic
-// clock. A dump reports every time as Unix nanoseconds.
+// milliseconds. "mono": Go's monotonic clock at every read, to the
+// nanosecond. Start and Complete read the same clock: the watchdog that
+// calls them learns of a start or a completion by polling, every few
+// milliseconds, so their times are no finer than that anyway (CompleteIn
+// carries a duration measured on the GPU). A dump reports every time as
+// Unix nanoseconds.
 const ClockEnv = "NCCL4GO_TRACE_CLOCK"
 
 // tickPeriod is how often the coarse clock is refreshed, and idleTicks how

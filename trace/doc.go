@@ -28,8 +28,8 @@
 // 5 ns per call (BenchmarkRecord). Enqueue times come from a coarse clock, a
 // word refreshed every millisecond while recording goes on
 // (NCCL4GO_TRACE_CLOCK=mono reads the monotonic clock instead, 15-50 ns
-// more); start and completion times from the monotonic clock. Dumps give
-// Unix nanoseconds.
+// more); so do start and completion times, which the watchdog learns by
+// polling every few milliseconds anyway. Dumps give Unix nanoseconds.
 //
 // # Dumping
 //
@@ -54,8 +54,8 @@
 //	rank            the process's rank in the job (Recorder.SetRank, else the
 //	                launcher's RANK and friends, else its first communicator's); -1 unknown
 //	time_ns         when the dump was taken, Unix nanoseconds
-//	clock           "coarse" (enqueue times to about a millisecond) or "mono" (to the
-//	                nanosecond): what measured enqueued_ns (started_ns and completed_ns are "mono")
+//	clock           "coarse" (times to about a millisecond) or "mono" (to the
+//	                nanosecond): what measured the times below
 //	buffer_entries  entries each communicator's ring holds
 //	recorded        operations recorded into the rings of the communicators listed, in all
 //	note            a problem with the configuration (e.g. an unreadable NCCL4GO_TRACE_BUFFER)

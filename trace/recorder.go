@@ -457,7 +457,8 @@ func (c *Comm) Start(ref Ref) {
 
 // Complete notes that the GPU finished the operation ref refers to; its
 // duration is the time from Start (or from Record, when Start was not
-// called) to now.
+// called) to now, on the recorder's clock (to about a millisecond with the
+// default coarse clock: see ClockEnv).
 func (c *Comm) Complete(ref Ref) {
 	c.update(ref, Completed, 0, false)
 }
@@ -495,7 +496,7 @@ func (c *Comm) update(ref Ref, st State, d time.Duration, gpu bool) {
 			storeMax(&c.lastCompleted, ref.seq)
 		}
 	}
-	now := clk.precise()
+	now := clk.read()
 	var u uint64
 	var bo spin.Backoff
 	for spins := 0; ; spins++ {
@@ -531,7 +532,7 @@ func (c *Comm) update(ref Ref, st State, d time.Duration, gpu bool) {
 			next |= updGPU
 		}
 	}
-	s.upd.Store(next)
+	store(&s.upd, next) // releases the update part (see put)
 }
 
 // storeMax raises a to v if v is larger.

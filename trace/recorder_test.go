@@ -155,7 +155,14 @@ func TestStates(t *testing.T) {
 	b := c.Record(Event{Op: Broadcast, Peer: 0, Watched: true})
 	u := c.Record(Event{Op: Reduce, Peer: 0})
 	c.Start(a)
-	time.Sleep(2 * time.Millisecond)
+	// Complete once the recorder's clock (coarse: refreshed by a ticker)
+	// has moved on by a millisecond, however late the ticker runs.
+	for t0, deadline := clk.read(), time.Now().Add(10*time.Second); clk.read() < t0+int64(time.Millisecond); {
+		if time.Now().After(deadline) {
+			t.Fatal("the recorder's clock did not advance in 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	c.Complete(a)
 	c.CompleteIn(b, 1500*time.Microsecond)
 	d := r.Snapshot("")
@@ -296,7 +303,7 @@ func TestConcurrentRecordAndDump(t *testing.T) {
 func TestEnqueueTimes(t *testing.T) {
 	const slack = tickPeriod + 2*time.Millisecond
 	var last string
-	for trial := range 5 {
+	for trial := range 10 {
 		r := New(64)
 		c := r.RegisterComm(CommInfo{Name: "t", Rank: 0, Size: 1})
 		type span struct{ before, after time.Time }
