@@ -17,8 +17,9 @@ import (
 // nanosecond. Start and Complete read the same clock: the watchdog that
 // calls them learns of a start or a completion by polling, every few
 // milliseconds, so their times are no finer than that anyway (CompleteIn
-// carries a duration measured on the GPU). A dump reports every time as
-// Unix nanoseconds.
+// carries a duration measured on the GPU). Any other value (such as
+// "counter", which earlier releases read the CPU's time-stamp counter for)
+// is "coarse". A dump reports every time as Unix nanoseconds.
 const ClockEnv = "NCCL4GO_TRACE_CLOCK"
 
 // tickPeriod is how often the coarse clock is refreshed, and idleTicks how
@@ -122,13 +123,11 @@ func storeMaxInt(a *atomic.Int64, v int64) {
 	}
 }
 
-// name is the clock's name in a dump: "coarse" or "mono".
-func (c *clock) name() string {
-	if c.state.Load() == tickMono {
-		return "mono"
-	}
-	return "coarse"
-}
+// name is the clock's name in a dump: "mono" either way, since the coarse
+// word holds readings of the same monotonic clock (a new name would be a
+// new schema version, which today's readers refuse); the package
+// documentation says how fine the readings are.
+func (c *clock) name() string { return "mono" }
 
 // converter turns clock readings into Unix nanoseconds.
 type converter struct {

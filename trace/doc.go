@@ -54,8 +54,9 @@
 //	rank            the process's rank in the job (Recorder.SetRank, else the
 //	                launcher's RANK and friends, else its first communicator's); -1 unknown
 //	time_ns         when the dump was taken, Unix nanoseconds
-//	clock           "coarse" (times to about a millisecond) or "mono" (to the
-//	                nanosecond): what measured the times below
+//	clock           "mono": the times below are Go's monotonic clock, converted to Unix
+//	                time (read every millisecond with the default NCCL4GO_TRACE_CLOCK,
+//	                at every call with NCCL4GO_TRACE_CLOCK=mono)
 //	buffer_entries  entries each communicator's ring holds
 //	recorded        operations recorded into the rings of the communicators listed, in all
 //	note            a problem with the configuration (e.g. an unreadable NCCL4GO_TRACE_BUFFER)
