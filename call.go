@@ -160,13 +160,30 @@ func (c *Communicator) attempt(op string, t take, ev *trace.Event, f func(ptr ui
 		st, err = f(ptr)
 		return st, c.blocking, err
 	}
-	before := lifecycleOps[ev.Op] && c.recordsBeforeLocked(ev.Op, ptr)
-	if before {
-		c.recordLocked(ev)
+	if lifecycleOps[ev.Op] {
+		return c.attemptLifecycleLocked(ptr, ev, f)
 	}
 	st, err = f(ptr)
-	if err == nil && (st.Code == 0 || Result(st.Code) == InProgress) && !before {
+	if err == nil && (st.Code == 0 || Result(st.Code) == InProgress) {
 		c.recordLocked(ev)
+	}
+	return st, c.blocking, err
+}
+
+// attemptLifecycleLocked is attempt's part for a lifecycle operation (mu
+// held): recorded before its C call when it runs blocking (see
+// recordsBeforeLocked) and completed when the call returns; else recorded
+// once NCCL accepted it and completed when NCCL's work is over.
+func (c *Communicator) attemptLifecycleLocked(ptr uintptr, ev *trace.Event, f func(ptr uintptr) (capi.Status, error)) (capi.Status, bool, error) {
+	if c.recordsBeforeLocked(ev.Op, ptr) {
+		ref := c.recordLocked(ev)
+		st, err := f(ptr)
+		c.completeLocked(ref)
+		return st, c.blocking, err
+	}
+	st, err := f(ptr)
+	if err == nil && (st.Code == 0 || Result(st.Code) == InProgress) {
+		c.hostAcceptedLocked(c.recordLocked(ev), st)
 	}
 	return st, c.blocking, err
 }
@@ -302,6 +319,9 @@ func (c *Communicator) asyncState(op string) (int32, capi.Status, error) {
 	}
 	defer c.mu.Unlock()
 	state, st := capi.CommGetAsyncError(ptr)
+	if st.Code == 0 {
+		c.settleHostLocked(state) // record.go
+	}
 	return state, st, nil
 }
 
@@ -348,6 +368,9 @@ func (c *Communicator) pollState(op string) (int32, capi.Status, error) {
 	}
 	defer c.mu.Unlock()
 	state, st := capi.CommGetAsyncError(ptr)
+	if st.Code == 0 {
+		c.settleHostLocked(state) // record.go
+	}
 	if state == 0 && st.Code == 0 && c.life.pendingRes > 0 {
 		c.settleResourcesLocked() // resource.go
 	}

@@ -131,6 +131,7 @@ func (c *Communicator) jobDoneLocked(op string, cp completion) (bool, error) {
 	if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
 		return true, err
 	}
+	c.settleHostLocked(state) // record.go
 	switch Result(state) {
 	case Success:
 		return true, nil
@@ -209,6 +210,9 @@ func (p *pendingChild) outcome() (value uintptr, done bool, err error) {
 		return 0, false, nil
 	default:
 		state, st := capi.CommGetAsyncError(par.ptr)
+		if st.Code == 0 {
+			par.settleHostLocked(state) // record.go
+		}
 		switch {
 		case st.Code != 0:
 			err = statusErr(p.op, "ncclCommGetAsyncError", st)

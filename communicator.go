@@ -833,11 +833,16 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 	}
 	// The flight recorder's last entry of the communicator: a local
 	// operation, recorded before the call (a Destroy can wait in NCCL).
+	if len(c.trace.host) > 0 { // lifecycle work that ended unseen: say so first
+		if state, st := capi.CommGetAsyncError(ptr); st.Code == 0 {
+			c.settleHostLocked(state)
+		}
+	}
 	ev := trace.Event{Op: trace.Abort}
 	if fn == "ncclCommDestroy" {
 		ev.Op = trace.Destroy
 	}
-	c.recordLocked(&ev)
+	ref := c.recordLocked(&ev)
 	registry.Delete(ptr)
 	capi.GroupForget(ptr)
 	var st capi.Status
@@ -857,6 +862,8 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		final = stateAborted
 		abortErr = statusErr(op, "ncclCommAbort", capi.CommAbort(ptr))
 	}
+	c.completeLocked(ref)
+	c.trace.host = nil
 	c.lifeAfterReleaseLocked(final, broken)
 	c.closeTraceLocked()
 	if final == stateAborted && c.abortCause == nil {

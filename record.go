@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/trace"
@@ -52,6 +53,8 @@ type traceState struct {
 	// with one atomic load. hookMu serializes the writers.
 	hooks  atomic.Pointer[[]*hookEntry]
 	hookMu sync.Mutex
+	// host are the lifecycle operations in progress (hostAcceptedLocked).
+	host []hostOp
 }
 
 // hashID is the trace hash of a communicator made from unique ids.
@@ -105,14 +108,16 @@ func (c *Communicator) closeTraceLocked() {
 // called from one place, attempt (call.go), for every call that passes an
 // event, and from release for Abort and Destroy. It allocates nothing.
 // The binding never sets ev.Watched: only a hook that follows the entry
-// marks it (QueuedOp.Watch).
-func (c *Communicator) recordLocked(ev *trace.Event) {
+// marks it (QueuedOp.Watch), except for lifecycle operations, which the
+// binding follows itself: watched and started here, completed when NCCL's
+// work ends (completeLocked, settleHostLocked).
+func (c *Communicator) recordLocked(ev *trace.Event) trace.Ref {
 	rec := c.trace.rec
 	if rec == nil {
-		return
+		return trace.Ref{}
 	}
 	if simulating.Load() != 0 && capi.GroupDepth() > 0 && onSimulatingThreadQuiet() {
-		return // GroupSimulate runs nothing: no entry, no sequence number
+		return trace.Ref{} // GroupSimulate runs nothing: no entry, no sequence number
 	}
 	// Field by field, not a copy of *ev: the caller has just written *ev
 	// in narrow stores, which a wide copy would read back only after they
@@ -120,12 +125,63 @@ func (c *Communicator) recordLocked(ev *trace.Event) {
 	e := trace.Event{Op: ev.Op, DataType: ev.DataType, RedOp: ev.RedOp, Peer: ev.Peer,
 		Count: ev.Count, Stream: ev.Stream, Group: capi.GroupID()}
 	ref := rec.Record(e)
+	if lifecycleOps[e.Op] {
+		rec.Watch(ref)
+		rec.Start(ref)
+	}
 	if hs := c.trace.hooks.Load(); hs != nil {
 		op := QueuedOp{Comm: c, Trace: rec, Ref: ref, Event: e, OnStream: !lifecycleOps[e.Op]}
 		for _, e := range *hs {
 			e.h.Queued(op)
 		}
 	}
+	return ref
+}
+
+// hostOp is a lifecycle operation NCCL accepted whose work goes on after
+// its call returned (a non-blocking communicator's, or one in a group).
+type hostOp struct {
+	ref  trace.Ref
+	comp completion
+}
+
+// completeLocked marks the lifecycle operation ref completed (mu held).
+func (c *Communicator) completeLocked(ref trace.Ref) {
+	if rec := c.trace.rec; rec != nil {
+		rec.Complete(ref)
+	}
+}
+
+// hostAcceptedLocked follows the lifecycle operation ref, which NCCL
+// accepted with st (mu held): completed now when the call did the work,
+// else once the communicator's state says NCCL's work is over.
+func (c *Communicator) hostAcceptedLocked(ref trace.Ref, st capi.Status) {
+	comp := c.completionLocked(st)
+	if comp.done {
+		c.completeLocked(ref)
+		return
+	}
+	c.trace.host = append(c.trace.host, hostOp{ref: ref, comp: comp})
+}
+
+// settleHostLocked completes the lifecycle operations in progress once the
+// communicator's asynchronous state (ncclCommGetAsyncError) is no longer
+// ncclInProgress, outside the group that queued them (mu held). It is
+// called wherever the binding reads that state.
+func (c *Communicator) settleHostLocked(state int32) {
+	if len(c.trace.host) == 0 || Result(state) == InProgress {
+		return
+	}
+	keep := c.trace.host[:0]
+	for _, h := range c.trace.host {
+		if c.groupOpenLocked(h.comp) {
+			keep = append(keep, h)
+			continue
+		}
+		c.completeLocked(h.ref)
+	}
+	clear(c.trace.host[len(keep):])
+	c.trace.host = keep
 }
 
 // lifecycleOps are the operations that run inside NCCL's call or its
@@ -187,7 +243,11 @@ type QueuedOp struct {
 	Event trace.Event
 	// OnStream says the operation was queued on the CUDA stream
 	// Event.Stream; false for lifecycle operations, which run on no stream
-	// (Event.Stream is then 0 and means nothing).
+	// (Event.Stream is then 0 and means nothing). The binding follows
+	// those itself: their entries are watched and started when recorded,
+	// and completed when NCCL's work is over (the call returned, or the
+	// communicator's asynchronous state left ncclInProgress), so a hook
+	// can tell one that hangs by trace.Comm.State.
 	OnStream bool
 }
 
@@ -205,7 +265,8 @@ func (op QueuedOp) Watch() { op.Trace.Watch(op.Ref) }
 // hook added twice is told twice and removed once per remove). remove is
 // idempotent and needs no lock of the communicator, so it never waits for
 // a call in flight; a call that began before remove returned may still
-// tell h once, concurrently. The operations keep their sequence numbers
+// tell h once, concurrently; remove holds no reference that keeps the
+// communicator reachable. The operations keep their sequence numbers
 // when the flight recorder is off (NCCL4GO_TRACE_BUFFER=0). Not an NCCL
 // call.
 func (c *Communicator) AddHook(h Hook) (remove func(), err error) {
@@ -226,8 +287,18 @@ func (c *Communicator) AddHook(h Hook) (remove func(), err error) {
 	}
 	list = append(list, e)
 	c.trace.hooks.Store(&list)
+	// remove holds c weakly: a hook's owner (the watchdog) keeping its
+	// remove must not keep a communicator the program dropped reachable
+	// (its leak would go unreported).
+	wc := weak.Make(c)
 	var once sync.Once
-	return func() { once.Do(func() { c.removeHook(e) }) }, nil
+	return func() {
+		once.Do(func() {
+			if c := wc.Value(); c != nil {
+				c.removeHook(e)
+			}
+		})
+	}, nil
 }
 
 // removeHook removes the hook entry e, if still there.

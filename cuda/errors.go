@@ -13,24 +13,35 @@ type Result int32
 // CUDA driver result codes the package names. Any other code is still
 // reported, by number and by the driver's own name for it.
 const (
-	Success          Result = 0
-	InvalidValue     Result = 1
-	OutOfMemory      Result = 2
-	NotInitialized   Result = 3
-	Deinitialized    Result = 4
-	NoDevice         Result = 100
-	InvalidDevice    Result = 101
-	InvalidContext   Result = 201
-	InvalidHandle    Result = 400
-	NotFound         Result = 500
-	NotReady         Result = 600
-	IllegalAddress   Result = 700
-	LaunchFailed     Result = 719
-	NotSupported     Result = 801
-	Unknown          Result = 999
-	resultMissing    Result = Result(capi.Missing)
-	resultNotLoaded  Result = Result(capi.NotLoaded)
-	firstUnknownCode        = 1000
+	Success        Result = 0
+	InvalidValue   Result = 1
+	OutOfMemory    Result = 2
+	NotInitialized Result = 3
+	Deinitialized  Result = 4
+	NoDevice       Result = 100
+	InvalidDevice  Result = 101
+	InvalidContext Result = 201
+	InvalidHandle  Result = 400
+	NotFound       Result = 500
+	NotReady       Result = 600
+	IllegalAddress Result = 700
+	LaunchFailed   Result = 719
+	NotSupported   Result = 801
+
+	// Stream capture (CUDA graphs): a call broke the capture's rules.
+	StreamCaptureUnsupported Result = 900 // the call is not allowed while a stream is being captured
+	StreamCaptureInvalidated Result = 901 // the capture was invalidated by an earlier error (EndCapture's answer)
+	StreamCaptureMerge       Result = 902 // two independent captures would merge
+	StreamCaptureUnmatched   Result = 903 // the capture was not begun on this stream
+	StreamCaptureUnjoined    Result = 904 // the capture forked into a stream that was not joined back
+	StreamCaptureIsolation   Result = 905 // a dependency would cross the capture's boundary
+	StreamCaptureImplicit    Result = 906 // implicit synchronization with the legacy default stream
+	CapturedEvent            Result = 907 // the event was last recorded in a capture: it cannot be queried or waited on
+	StreamCaptureWrongThread Result = 908 // the capture must end on the thread that began it
+	Unknown                  Result = 999
+	resultMissing            Result = Result(capi.Missing)
+	resultNotLoaded          Result = Result(capi.NotLoaded)
+	firstUnknownCode                = 1000
 )
 
 var resultNames = map[Result]string{
@@ -40,6 +51,11 @@ var resultNames = map[Result]string{
 	InvalidContext: "CUDA_ERROR_INVALID_CONTEXT", InvalidHandle: "CUDA_ERROR_INVALID_HANDLE",
 	NotFound: "CUDA_ERROR_NOT_FOUND", NotReady: "CUDA_ERROR_NOT_READY", IllegalAddress: "CUDA_ERROR_ILLEGAL_ADDRESS",
 	LaunchFailed: "CUDA_ERROR_LAUNCH_FAILED", NotSupported: "CUDA_ERROR_NOT_SUPPORTED", Unknown: "CUDA_ERROR_UNKNOWN",
+	StreamCaptureUnsupported: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", StreamCaptureInvalidated: "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+	StreamCaptureMerge: "CUDA_ERROR_STREAM_CAPTURE_MERGE", StreamCaptureUnmatched: "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+	StreamCaptureUnjoined: "CUDA_ERROR_STREAM_CAPTURE_UNJOINED", StreamCaptureIsolation: "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+	StreamCaptureImplicit: "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", CapturedEvent: "CUDA_ERROR_CAPTURED_EVENT",
+	StreamCaptureWrongThread: "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
 }
 
 // String returns the C name of the code, e.g. "CUDA_ERROR_OUT_OF_MEMORY",

@@ -34,6 +34,10 @@ import (
 //     until the GraphExec is destroyed. Values are read at replay time.
 //   - A custom reduction operator (PreMulSum) captured into a graph must
 //     live until the graph is destroyed.
+//   - A communicator watched by package watchdog can be captured too: the
+//     watchdog records no event in a capture and queries none, and its
+//     poller runs in relaxed capture interaction mode, so it never
+//     invalidates a capture (the captured operations are not watched).
 //   - Capture in CaptureGlobal mode forbids "unsafe" driver calls (memory
 //     allocation, synchronizing a capturing stream) on every thread while it
 //     lasts; NCCL's first operation on a communicator may connect peers and
@@ -126,7 +130,9 @@ func (s Stream) BeginCapture(mode CaptureMode) error {
 	if err != nil {
 		return err
 	}
-	return check(op, "cuStreamBeginCapture_v2", capi.CuStreamBeginCapture(ctx, h, int32(mode)))
+	r := capi.CuStreamBeginCapture(ctx, h, int32(mode))
+	capi.CaptureEpoch.Add(1) // after the call: a cache read since sees the capture
+	return check(op, "cuStreamBeginCapture_v2", r)
 }
 
 // EndCapture ends the stream's capture and returns the recorded work as a
@@ -139,6 +145,7 @@ func (s Stream) EndCapture() (*Graph, error) {
 		return nil, err
 	}
 	g, r := capi.CuStreamEndCapture(ctx, h)
+	capi.CaptureEpoch.Add(1)
 	if err := check(op, "cuStreamEndCapture", r); err != nil {
 		return nil, err
 	}
@@ -190,7 +197,8 @@ func (s Stream) CaptureInfo() (CaptureStatus, uint64, error) {
 // Capture records the work fn queues on s into a Graph: it locks the
 // goroutine to its OS thread, begins the capture, runs fn, and ends the
 // capture. If fn fails, the capture is ended and its graph destroyed, and
-// fn's error is returned.
+// fn's error is returned; if fn panics, the capture is ended (on the thread
+// that began it) and the panic goes on.
 func (s Stream) Capture(mode CaptureMode, fn func() error) (*Graph, error) {
 	gs, err := CaptureStreams([]Stream{s}, mode, fn)
 	if err != nil {
@@ -203,7 +211,8 @@ func (s Stream) Capture(mode CaptureMode, fn func() error) (*Graph, error) {
 // as a group of NCCL operations over several GPUs of one process needs: it
 // begins a capture on each stream in order, runs fn, and ends them in the
 // same order, all on one locked OS thread. On failure every capture begun
-// is ended and every graph destroyed.
+// is ended and every graph destroyed; if fn panics, the captures are ended
+// on the thread that began them, and the panic goes on.
 func CaptureStreams(streams []Stream, mode CaptureMode, fn func() error) (graphs []*Graph, err error) {
 	if len(streams) == 0 {
 		return nil, &ArgError{Op: "CaptureStreams", Arg: "streams", Reason: "empty"}
@@ -214,10 +223,14 @@ func CaptureStreams(streams []Stream, mode CaptureMode, fn func() error) (graphs
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	begun := 0
+	returned := false // fn returned: no panic or runtime.Goexit under way
 	defer func() {
-		if err == nil {
+		if returned && err == nil {
 			return
 		}
+		// On a failure, and while fn panics (or calls runtime.Goexit), end
+		// what was begun on this thread, which began it, so that no stream
+		// stays capturing; the panic then goes on.
 		// End what was begun; their graphs are of no use.
 		for _, s := range streams[:begun] {
 			if g, e := s.EndCapture(); e == nil && g != nil {
@@ -236,6 +249,7 @@ func CaptureStreams(streams []Stream, mode CaptureMode, fn func() error) (graphs
 		begun++
 	}
 	ferr := fn()
+	returned = true
 	graphs = make([]*Graph, 0, len(streams))
 	var errs []error
 	for _, s := range streams {

@@ -165,3 +165,43 @@ func TestGraphCaptureErrors(t *testing.T) {
 		}
 	})
 }
+
+// A panic inside Capture ends the capture on the thread that began it
+// (the stream is not left capturing) and goes on to the caller.
+func TestCapturePanicEndsCapture(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		s, err := cuda.Device(0).NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Destroy()
+		for _, mode := range []cuda.CaptureMode{cuda.CaptureGlobal, cuda.CaptureThreadLocal, cuda.CaptureRelaxed} {
+			got := func() (p any) {
+				defer func() { p = recover() }()
+				s.Capture(mode, func() error { panic("boom") })
+				return nil
+			}()
+			if got != "boom" {
+				t.Errorf("%v: recovered %v, want the panic \"boom\"", mode, got)
+			}
+			if st, err := s.CaptureStatus(); err != nil || st != cuda.NotCapturing {
+				t.Errorf("%v: after the panic the stream is %v (%v), want %v", mode, st, err, cuda.NotCapturing)
+			}
+		}
+	})
+}
+
+// The capture results 900-908 have their C names.
+func TestCaptureResultNames(t *testing.T) {
+	for r, want := range map[cuda.Result]string{
+		cuda.StreamCaptureUnsupported: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+		cuda.StreamCaptureInvalidated: "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+		cuda.StreamCaptureImplicit:    "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+		cuda.CapturedEvent:            "CUDA_ERROR_CAPTURED_EVENT",
+		cuda.StreamCaptureWrongThread: "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
+	} {
+		if r.String() != want {
+			t.Errorf("Result(%d) = %q, want %q", int32(r), r.String(), want)
+		}
+	}
+}

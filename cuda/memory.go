@@ -54,7 +54,8 @@ func (a *Allocation) Freed() bool { return a.state.Load() == allocFreed }
 
 // Verify checks memory adopted by Wrap against the driver
 // (cuPointerGetAttribute), once: it must be device (or managed) memory of
-// the stated device, and the whole range must lie inside one allocation.
+// the stated device, and the whole range must lie inside one allocation
+// (or chunks mapped side by side: see CheckRange).
 // It returns nil for good memory, an error wrapping ErrClosed after Free,
 // and an *ArgError saying what is wrong otherwise (the answer is cached:
 // memory does not change device). Memory made by Alloc is good without a
@@ -109,7 +110,9 @@ const (
 // device memory of dev (cuPointerGetAttribute): an *ArgError says what is
 // wrong (not device memory, on another device, running past the end of the
 // allocation that holds p), another error that the driver could not answer.
-// It costs four driver calls.
+// Memory mapped from several chunks side by side (cuMemMap) is one range
+// when every chunk is device memory of dev. It costs four driver calls per
+// chunk.
 func CheckRange(p uintptr, bytes uint64, dev Device) error {
 	const op = "CheckRange"
 	ctx, err := dev.context(op)
@@ -128,11 +131,27 @@ func CheckRange(p uintptr, bytes uint64, dev Device) error {
 		return &ArgError{Op: op, Arg: "ptr", Reason: fmt.Sprintf("%#x is not device memory (CUDA memory type %d)", p, info.MemoryType)}
 	case Device(info.Device) != dev:
 		return &ArgError{Op: op, Arg: "ptr", Reason: fmt.Sprintf("%#x is memory of cuda:%d, not cuda:%d", p, info.Device, int(dev))}
-	case p < info.Base || uint64(p-info.Base) > info.Size || bytes > info.Size-uint64(p-info.Base):
-		return &ArgError{Op: op, Arg: "ptr", Reason: fmt.Sprintf("%d bytes at %#x run past the end of its allocation (%d bytes at %#x)", bytes, p, info.Size, info.Base)}
+	case p < info.Base || uint64(p-info.Base) > info.Size:
+		return &ArgError{Op: op, Arg: "ptr", Reason: fmt.Sprintf("%#x lies outside the allocation the driver says holds it (%d bytes at %#x)", p, info.Size, info.Base)}
+	}
+	// Memory mapped from several physical chunks side by side (cuMemMap:
+	// PyTorch's expandable segments, NCCL's cuMem allocations) is one
+	// range to its users, but the driver reports each chunk's range: go on
+	// chunk by chunk while the next one starts where this one ends.
+	end := uint64(info.Base) + info.Size
+	for chunks := 1; uint64(p)+bytes > end; chunks++ {
+		next, r := capi.CuPointerInfo(ctx, uintptr(end))
+		if r != 0 || chunks >= maxChunks || (next.MemoryType != memoryTypeDevice && next.MemoryType != memoryTypeUnified) ||
+			Device(next.Device) != dev || uint64(next.Base) != end || next.Size == 0 {
+			return &ArgError{Op: op, Arg: "ptr", Reason: fmt.Sprintf("%d bytes at %#x run past the end of its allocation (%d bytes at %#x)", bytes, p, end-uint64(info.Base), info.Base)}
+		}
+		end += next.Size
 	}
 	return nil
 }
+
+// maxChunks bounds the chunks CheckRange follows (four driver calls each).
+const maxChunks = 4096
 
 // Slice is typed device memory: n elements of T from a device address, on
 // one device. Alloc makes one; Sub cuts a part; Wrap adopts memory made by

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"sync"
 	"testing"
 )
 
@@ -32,15 +33,18 @@ func BenchmarkRecordParallel(b *testing.B) {
 }
 
 // BenchmarkRecordParallelOneComm records from GOMAXPROCS goroutines on one
-// communicator (the nccl package serializes calls on a communicator, so
-// this is the worst case, not the common one).
+// communicator, under a lock as the nccl package records under the
+// communicator's (the worst case, not the common one).
 func BenchmarkRecordParallelOneComm(b *testing.B) {
 	r := New(DefaultEntries)
 	c := r.RegisterComm(CommInfo{Name: "bench", Hash: 1, Rank: 0, Size: 1})
+	var mu sync.Mutex
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
+			mu.Lock()
 			c.Record(benchEvent)
+			mu.Unlock()
 		}
 	})
 }
@@ -68,12 +72,23 @@ func BenchmarkRecordOff(b *testing.B) {
 	}
 }
 
-// BenchmarkClock is one reading of the recording clock, for comparison.
+// BenchmarkClock is one reading of the recording clock, for comparison:
+// the coarse word Record reads ("coarse"), and Go's monotonic clock that
+// Start and Complete read, and Record with NCCL4GO_TRACE_CLOCK=mono
+// ("mono").
 func BenchmarkClock(b *testing.B) {
-	c := theClock()
-	var sink int64
-	for b.Loop() {
-		sink += c.now()
-	}
-	_ = sink
+	b.Run("coarse", func(b *testing.B) {
+		var sink int64
+		for b.Loop() {
+			sink += clk.read()
+		}
+		_ = sink
+	})
+	b.Run("mono", func(b *testing.B) {
+		var sink int64
+		for b.Loop() {
+			sink += clk.precise()
+		}
+		_ = sink
+	})
 }

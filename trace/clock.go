@@ -1,166 +1,144 @@
 package trace
 
 import (
-	"bytes"
 	"os"
-	"runtime"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// ClockEnv names the environment variable that picks the recorder's clock:
-// "counter" (the CPU's constant-rate counter, RDTSC on amd64 and CNTVCT_EL0
-// on arm64) or "mono" (Go's monotonic clock). Unset, the counter is used
-// where it is known to tick at a constant rate on every CPU (arm64 always;
-// amd64 on Linux when /proc/cpuinfo lists constant_tsc and nonstop_tsc),
-// else the monotonic clock. Either way a dump reports times as Unix
-// nanoseconds; counter readings are converted with a rate measured against
-// the monotonic clock since the process started recording.
+// ClockEnv names the environment variable that picks how Record reads the
+// time. "coarse" (the default): a word of memory that a ticker goroutine
+// refreshes every millisecond (tickPeriod) while operations are being
+// recorded, and stops refreshing (the goroutine ends) once none were for
+// 50 ms; reading it costs a load, where reading a clock costs 15-20 ns, more
+// than the whole record. An enqueue time is then late by at most a tick,
+// plus however late the Go scheduler runs the ticker: hang analysis needs
+// milliseconds. "mono": Go's monotonic clock at every read, to the
+// nanosecond. Start and Complete read the same clock: the watchdog that
+// calls them learns of a start or a completion by polling, every few
+// milliseconds, so their times are no finer than that anyway (CompleteIn
+// carries a duration measured on the GPU). Any other value (such as
+// "counter", which earlier releases read the CPU's time-stamp counter for)
+// is "coarse". A dump reports every time as Unix nanoseconds.
 const ClockEnv = "NCCL4GO_TRACE_CLOCK"
 
-// clock is the process's recording clock. It is chosen once, before the
-// first recorder exists, and never changes.
-type clock struct {
-	useCounter bool
-	base       time.Time // wall and monotonic reading at t0
-	baseTicks  int64     // counter at base (useCounter)
-
-	mu       sync.Mutex
-	lastMono time.Duration // calibration: monotonic time since base ...
-	lastTick int64         // ... and the counter read with it
-}
-
-var (
-	clk     clock
-	clkOnce sync.Once
+// tickPeriod is how often the coarse clock is refreshed, and idleTicks how
+// many ticks without a record end the ticker.
+const (
+	tickPeriod = time.Millisecond
+	idleTicks  = 50
 )
 
-// theClock is the process's recording clock, set up on first use.
-func theClock() *clock {
-	clkOnce.Do(func() {
-		clk.useCounter = chooseCounter(os.Getenv(ClockEnv))
-		clk.base = time.Now()
-		if clk.useCounter {
-			clk.baseTicks = counter()
-		}
-	})
-	return &clk
+// The coarse clock's states.
+const (
+	tickStopped = iota // no ticker: the next read reads the monotonic clock and starts one
+	tickIdle           // ticker running; nothing read the word since its last tick
+	tickUsed           // ticker running; the word was read since its last tick
+	tickMono           // NCCL4GO_TRACE_CLOCK=mono: every read reads the monotonic clock
+)
+
+// clock is the process's recording clock: nanoseconds of Go's monotonic
+// clock since base, read exactly (precise) or from the coarse word (read).
+type clock struct {
+	base time.Time // wall and monotonic reading at t0
+
+	_      [64]byte
+	coarse atomic.Int64  // a recent precise reading, while the ticker runs
+	state  atomic.Uint32 // tickStopped, ...
+	_      [64]byte
 }
 
-// chooseCounter decides whether the counter is the clock.
-func chooseCounter(env string) bool {
-	switch env {
-	case "mono":
-		return false
-	case "counter":
-		return haveCounter
+// clk is the process's recording clock.
+var clk = newClock(os.Getenv(ClockEnv))
+
+func newClock(env string) *clock {
+	c := &clock{base: time.Now()}
+	if env == "mono" {
+		c.state.Store(tickMono)
 	}
-	if !haveCounter {
-		return false
-	}
-	switch runtime.GOARCH {
-	case "arm64":
-		return true
-	case "amd64":
-		if runtime.GOOS != "linux" {
-			return false
-		}
-		b, err := os.ReadFile("/proc/cpuinfo")
-		if err != nil {
-			return false
-		}
-		return cpuFlagsSay(b, "constant_tsc", "nonstop_tsc")
-	}
-	return false
+	return c
 }
 
-// cpuFlagsSay reports whether the first "flags" line of /proc/cpuinfo text
-// names every flag.
-func cpuFlagsSay(cpuinfo []byte, flags ...string) bool {
-	for line := range bytes.Lines(cpuinfo) {
-		k, v, ok := bytes.Cut(line, []byte(":"))
-		if !ok || string(bytes.TrimSpace(k)) != "flags" {
+// precise reads the monotonic clock.
+func (c *clock) precise() int64 { return int64(time.Since(c.base)) }
+
+// read is the time for Record: the coarse word while the ticker runs, else
+// a precise reading that starts the ticker.
+func (c *clock) read() int64 {
+	if c.state.Load() != tickUsed {
+		return c.readSlow()
+	}
+	return c.coarse.Load()
+}
+
+// readSlow is read when the word was not read since the last tick (once per
+// tick), the ticker is stopped, or the clock is "mono".
+func (c *clock) readSlow() int64 {
+	for {
+		switch c.state.Load() {
+		case tickUsed:
+			return c.coarse.Load()
+		case tickIdle:
+			if c.state.CompareAndSwap(tickIdle, tickUsed) {
+				return c.coarse.Load()
+			}
+		case tickMono:
+			return c.precise()
+		case tickStopped:
+			now := c.precise()
+			storeMaxInt(&c.coarse, now)
+			if c.state.CompareAndSwap(tickStopped, tickUsed) {
+				go c.tick()
+			}
+			return now
+		}
+	}
+}
+
+// tick refreshes the coarse word every tickPeriod until idleTicks ticks
+// pass without a read; the read that finds it stopped starts another.
+func (c *clock) tick() {
+	t := time.NewTicker(tickPeriod)
+	defer t.Stop()
+	idle := 0
+	for range t.C {
+		storeMaxInt(&c.coarse, c.precise())
+		if c.state.CompareAndSwap(tickUsed, tickIdle) {
+			idle = 0
 			continue
 		}
-		have := map[string]bool{}
-		for _, f := range bytes.Fields(v) {
-			have[string(f)] = true
+		if idle++; idle >= idleTicks && c.state.CompareAndSwap(tickIdle, tickStopped) {
+			return
 		}
-		for _, f := range flags {
-			if !have[f] {
-				return false
-			}
+	}
+}
+
+// storeMaxInt raises a to v if v is larger.
+func storeMaxInt(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if cur >= v || a.CompareAndSwap(cur, v) {
+			return
 		}
-		return true
 	}
-	return false
 }
 
-// now is a reading of the recording clock: counter ticks, or nanoseconds
-// since base.
-func (c *clock) now() int64 {
-	if c.useCounter {
-		return counter()
-	}
-	return int64(time.Since(c.base))
-}
+// name is the clock's name in a dump: "mono" either way, since the coarse
+// word holds readings of the same monotonic clock (a new name would be a
+// new schema version, which today's readers refuse); the package
+// documentation says how fine the readings are.
+func (c *clock) name() string { return "mono" }
 
-// name is the clock's name in a dump: "counter" or "mono".
-func (c *clock) name() string {
-	if c.useCounter {
-		return "counter"
-	}
-	return "mono"
-}
-
-// minCalibration is the shortest span over which the counter's rate is
-// measured; a dump taken sooner after the first recording waits until then.
-const minCalibration = 20 * time.Millisecond
-
-// converter turns clock readings into Unix nanoseconds. It is taken once
-// per dump.
+// converter turns clock readings into Unix nanoseconds.
 type converter struct {
-	baseUnix  int64
-	baseTicks int64
-	rate      float64 // nanoseconds per tick; 1 for the monotonic clock
+	baseUnix int64
 }
 
-// converter measures the counter's rate (waiting up to minCalibration when
-// the clock was set up just now) and returns the conversion.
-func (c *clock) converter() converter {
-	cv := converter{baseUnix: c.base.UnixNano(), rate: 1}
-	if !c.useCounter {
-		return cv
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if since := time.Since(c.base); since < minCalibration {
-		time.Sleep(minCalibration - since)
-	}
-	// Read the counter between two monotonic readings and keep the pair
-	// whose readings are closest, so a preemption in between does not skew
-	// the rate.
-	best := time.Duration(1 << 62)
-	for range 5 {
-		m0 := time.Since(c.base)
-		t := counter()
-		m1 := time.Since(c.base)
-		if m1-m0 < best {
-			best = m1 - m0
-			c.lastMono, c.lastTick = m0+(m1-m0)/2, t
-		}
-	}
-	cv.baseTicks = c.baseTicks
-	if span := c.lastTick - c.baseTicks; span > 0 {
-		cv.rate = float64(c.lastMono) / float64(span)
-	}
-	return cv
-}
+// converter returns the conversion of c's readings.
+func (c *clock) converter() converter { return converter{baseUnix: c.base.UnixNano()} }
 
 // unix converts a clock reading to Unix nanoseconds.
-func (cv converter) unix(t int64) int64 {
-	return cv.baseUnix + int64(float64(t-cv.baseTicks)*cv.rate)
-}
+func (cv converter) unix(t int64) int64 { return cv.baseUnix + t }
 
 // nanos converts a span of clock readings to nanoseconds.
-func (cv converter) nanos(d int64) int64 { return int64(float64(d) * cv.rate) }
+func (cv converter) nanos(d int64) int64 { return d }

@@ -12,22 +12,24 @@
 // A communicator is registered once (Recorder.RegisterComm, with its name,
 // hash, rank, size and device) and gets a *Comm. Each operation is one call,
 // Comm.Record(Event), which copies a few integers into the communicator's
-// ring: no lock, no allocation, no string. The sequence number it returns
-// counts the communicator's collectives (1, 2, ...), so the same number on
-// every rank names the same collective; point-to-point operations count
-// apart, local ones (Abort, Destroy, ...) not at all. When the watchdog
-// follows an operation (Event.Watched), Comm.Start and Comm.Complete (or
-// CompleteIn with a duration measured on the GPU) record its progress.
+// ring: no lock, no atomic read-modify-write, no allocation, no string
+// (calls of Record on one Comm must not overlap: the nccl package makes them
+// under the communicator's lock). The sequence number it returns counts the
+// communicator's collectives (1, 2, ...), so the same number on every rank
+// names the same collective; point-to-point operations count apart, local
+// ones (Abort, Destroy, ...) not at all. When the watchdog follows an
+// operation (Event.Watched), Comm.Start and Comm.Complete (or CompleteIn
+// with a duration measured on the GPU) record its progress.
 //
 // Each communicator has a ring of its own, NCCL4GO_TRACE_BUFFER entries
-// (128 bytes each; unset or 0: recording off, the default; Recorder.SetSize
-// changes it; the watchdog package turns it on with DefaultEntries, 2048),
-// so a busy communicator never pushes a quiet one's history out. Recording
-// costs 60 ns per call in a microbenchmark on an H200's host, and about
-// 100 ns inside the binding there: more than the 30 ns that would let it be
-// on by default. Times come from the CPU's constant-rate counter where it is reliable
-// (NCCL4GO_TRACE_CLOCK=counter|mono overrides) and are converted to Unix
-// nanoseconds when dumped.
+// (128 bytes each; unset: DefaultEntries, 2048, on by default as PyTorch's
+// recorder is; 0: recording off; Recorder.SetSize changes it), so a busy
+// communicator never pushes a quiet one's history out. Recording costs about
+// 5 ns per call (BenchmarkRecord). Enqueue times come from a coarse clock, a
+// word refreshed every millisecond while recording goes on
+// (NCCL4GO_TRACE_CLOCK=mono reads the monotonic clock instead, 15-50 ns
+// more); so do start and completion times, which the watchdog learns by
+// polling every few milliseconds anyway. Dumps give Unix nanoseconds.
 //
 // # Dumping
 //
@@ -52,7 +54,9 @@
 //	rank            the process's rank in the job (Recorder.SetRank, else the
 //	                launcher's RANK and friends, else its first communicator's); -1 unknown
 //	time_ns         when the dump was taken, Unix nanoseconds
-//	clock           "counter" or "mono": what measured the times below
+//	clock           "mono": the times below are Go's monotonic clock, converted to Unix
+//	                time (read every millisecond with the default NCCL4GO_TRACE_CLOCK,
+//	                at every call with NCCL4GO_TRACE_CLOCK=mono)
 //	buffer_entries  entries each communicator's ring holds
 //	recorded        operations recorded into the rings of the communicators listed, in all
 //	note            a problem with the configuration (e.g. an unreadable NCCL4GO_TRACE_BUFFER)
@@ -95,6 +99,15 @@
 //	                else from started_ns (or enqueued_ns) to completed_ns
 //
 // Fields that do not apply to an entry are left out.
+//
+// # PyTorch's format
+//
+// ExportTorch converts the dumps of a job into PyTorch's flight-recorder
+// format (one pickle per rank, version TorchVersion), and WriteTorchDir
+// writes them as PyTorch names its files (nccl_trace_rank_<R>), so that
+// PyTorch's analyzer (python -m torch.distributed.flight_recorder.fr_trace)
+// and the tools built on its format read Go ranks; `nccl4go trace export
+// -format torch` does it from the command line.
 //
 // # Analysis
 //

@@ -278,7 +278,7 @@ func (c *Class) UnmarshalText(b []byte) error {
 // into the dump's "reason"). Recording goes on meanwhile; an entry written
 // during the copy is either in it whole or not at all.
 func (r *Recorder) Snapshot(reason string) *Dump {
-	cv := r.clk.converter()
+	cv := clk.converter()
 	host, _ := os.Hostname()
 	d := &Dump{
 		Schema:  Schema,
@@ -286,7 +286,7 @@ func (r *Recorder) Snapshot(reason string) *Dump {
 		Reason:  reason,
 		Host:    host,
 		PID:     os.Getpid(),
-		Clock:   r.clk.name(),
+		Clock:   clk.name(),
 	}
 	r.mu.Lock()
 	d.Rank = r.processRankLocked()
@@ -296,23 +296,17 @@ func (r *Recorder) Snapshot(reason string) *Dump {
 		comms = append(comms, c)
 	}
 	r.mu.Unlock()
-	slices.SortFunc(comms, func(a, b *Comm) int { return int(a.id) - int(b.id) })
-	d.Comms = make([]DumpComm, 0, len(comms))
-	for _, c := range comms {
-		d.Comms = append(d.Comms, DumpComm{
-			ID: c.id, Name: c.info.Name, Hash: Hash(c.info.Hash),
-			Rank: c.info.Rank, Size: c.info.Size, Device: c.info.Device,
-			Closed:           c.closedAt.Load() != 0,
-			LastSeq:          c.coll.Load(),
-			LastP2PSeq:       c.p2p.Load(),
-			LastStartedSeq:   c.lastStarted.Load(),
-			LastCompletedSeq: c.lastCompleted.Load(),
-		})
+	slices.SortFunc(comms, func(a, b *Comm) int { return cmp.Compare(a.id, b.id) })
+	// The entries first, then the counters: writers store a counter before
+	// the entry it counts, and raise the started and completed marks before
+	// the entry's state, so counters read after the copy are at or beyond
+	// every entry copied (see put for why the order holds).
+	type commRaw struct {
+		id  uint32
+		raw rawEntry
 	}
-	d.Entries = []DumpEntry{}
-	var raw []rawEntry
+	var raw []commRaw
 	for _, c := range comms {
-		d.Recorded += c.head.Load()
 		rg := c.ring.Load()
 		if rg == nil {
 			continue
@@ -321,34 +315,52 @@ func (r *Recorder) Snapshot(reason string) *Dump {
 		var e rawEntry
 		for i := range rg.slots {
 			if rg.slots[i].read(&e) {
-				raw = append(raw, e)
+				raw = append(raw, commRaw{c.id, e})
 			}
 		}
 	}
-	// Oldest first: by enqueue time, then by each communicator's order.
-	slices.SortFunc(raw, func(a, b rawEntry) int {
-		if c := cmp.Compare(int64(a.w[wEnq]), int64(b.w[wEnq])); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.commID(), b.commID()); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ticket, b.ticket)
-	})
-	for i := range raw {
-		d.Entries = append(d.Entries, raw[i].dumpEntry(cv))
+	d.Comms = make([]DumpComm, 0, len(comms))
+	for _, c := range comms {
+		// Completed before started before enqueued: the reverse of the
+		// order writers raise them in.
+		done := c.lastCompleted.Load()
+		started := c.lastStarted.Load()
+		d.Comms = append(d.Comms, DumpComm{
+			ID: c.id, Name: c.info.Name, Hash: Hash(c.info.Hash),
+			Rank: c.info.Rank, Size: c.info.Size, Device: c.info.Device,
+			Closed:           c.closedAt.Load() != 0,
+			LastCompletedSeq: done,
+			LastStartedSeq:   started,
+			LastSeq:          c.coll.Load(),
+			LastP2PSeq:       c.p2p.Load(),
+		})
+		d.Recorded += c.head.Load()
 	}
-	d.TimeNs = cv.unix(r.clk.now())
+	// Oldest first: by enqueue time, then by each communicator's order.
+	slices.SortFunc(raw, func(a, b commRaw) int {
+		if c := cmp.Compare(int64(a.raw.w[wEnq]), int64(b.raw.w[wEnq])); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.id, b.id); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.raw.ticket, b.raw.ticket)
+	})
+	d.Entries = make([]DumpEntry, 0, len(raw))
+	for i := range raw {
+		d.Entries = append(d.Entries, raw[i].raw.dumpEntry(raw[i].id, cv))
+	}
+	d.TimeNs = cv.unix(clk.precise())
 	return d
 }
 
-// dumpEntry converts a raw entry.
-func (e *rawEntry) dumpEntry(cv converter) DumpEntry {
+// dumpEntry converts a raw entry of communicator comm.
+func (e *rawEntry) dumpEntry(comm uint32, cv converter) DumpEntry {
 	op := e.op()
 	info := op.info()
 	de := DumpEntry{
 		ID:         e.ticket,
-		Comm:       e.commID(),
+		Comm:       comm,
 		Seq:        e.w[wSeq],
 		Class:      info.class,
 		Op:         op,
@@ -366,26 +378,27 @@ func (e *rawEntry) dumpEntry(cv converter) DumpEntry {
 	if info.reduce {
 		de.RedOp = e.redOp()
 	}
-	peer := int(int64(e.w[wPeer]))
+	peer := e.peer()
 	switch info.peer {
 	case rootPeer:
 		de.Root = &peer
 	case p2pPeer:
 		de.Peer = &peer
 	}
-	if start := int64(e.w[wStart]); start != 0 {
+	start := int64(e.u[uStart])
+	if start != 0 {
 		de.StartedNs = cv.unix(start)
 	}
 	if de.State == Completed {
-		end := int64(e.w[wEnd])
+		end := int64(e.u[uEnd])
 		de.CompletedNs = cv.unix(end)
 		switch {
 		case e.gpu():
-			de.DurationNs = int64(e.w[wGPU])
-		case e.w[wStart] != 0:
-			de.DurationNs = cv.nanos(end - int64(e.w[wStart]))
+			de.DurationNs = int64(e.u[uGPU])
+		case start != 0:
+			de.DurationNs = cv.nanos(end - start)
 		default:
-			de.DurationNs = cv.nanos(end - int64(e.w[wEnq]))
+			de.DurationNs = cv.nanos(max(end-int64(e.w[wEnq]), 0))
 		}
 	}
 	return de

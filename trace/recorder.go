@@ -14,13 +14,14 @@ import (
 )
 
 // BufferEnv names the environment variable that sizes the default
-// recorder's rings, in entries per communicator: unset or 0, recording is
-// off; a value that is not a number turns it on with DefaultEntries.
+// recorder's rings, in entries per communicator: unset, DefaultEntries; 0,
+// recording is off; a value that is not a number keeps DefaultEntries (and
+// the dump's note says why).
 const BufferEnv = "NCCL4GO_TRACE_BUFFER"
 
-// DefaultEntries is the ring size the default recorder takes when turned on
-// without a size (BufferEnv unreadable, or the watchdog turning it on): the
-// last 2048 operations of each communicator (256 KiB each).
+// DefaultEntries is the ring size the default recorder takes unless
+// BufferEnv says otherwise: the last 2048 operations of each communicator
+// (PyTorch's 2000, rounded up to a power of two; 256 KiB per communicator).
 const DefaultEntries = 2048
 
 // MaxEntries is the largest ring a recorder keeps per communicator (128 MiB
@@ -34,23 +35,23 @@ const minEntries = 16
 // a fixed ring of its most recent operations. Each communicator has a ring
 // of its own, so a busy communicator never pushes a quiet one's history out
 // (a hang usually sits on the quiet one) and communicators used from
-// different goroutines share no cache line. Recording costs a few atomic
-// instructions and a clock read, allocates nothing and takes no lock, so it
-// can stay on in production; a dump (Snapshot, Dump, DumpFile) copies the
-// rings without stopping the recording.
+// different goroutines share no cache line. Recording an operation costs a
+// few plain stores and a read of a coarse clock word: no atomic
+// read-modify-write, no lock, no allocation, so it stays on in production;
+// a dump (Snapshot, Dump, DumpFile) copies the rings without stopping the
+// recording.
 //
-// A Recorder is safe for concurrent use. Entries recorded while the rings
-// are resized may be lost, and when more goroutines than a ring has entries
-// record on one communicator at the same instant, an older entry yields its
-// slot to a newer one.
+// A Recorder is safe for concurrent use. Its zero value is usable: it
+// records nothing until SetSize (as New(0)), and registers communicators
+// and dumps as any other. Entries recorded while the rings are resized may
+// be lost.
 type Recorder struct {
-	clk *clock
-
 	mu       sync.Mutex // guards the fields below and resizing
 	size     int        // entries per ring; 0 off
 	comms    map[uint32]*Comm
 	nextComm uint32
-	rank     int    // process rank for dumps; -1 unknown
+	rank     int    // process rank for dumps, when rankSet
+	rankSet  bool   // SetRank was called
 	envNote  string // a problem with BufferEnv, reported in dumps
 
 	requests seenRequests // dump requests made or handled (coordinate.go)
@@ -62,75 +63,97 @@ type ring struct {
 	mask  uint64
 }
 
-// A slot holds one entry. Its version is the seqlock that keeps readers from
-// returning an entry a writer is changing: 0 when empty, else
-// ticket<<verShift | updates<<1 | busy, where ticket is the entry's ticket
-// plus one, updates counts state changes (mod 128) and busy is set while a
-// writer holds the slot. A writer takes the slot by a compare-and-swap that
-// sets busy, writes the words and stores the new even version; a reader
-// loads the version, every word and the version again, all atomically, and
-// keeps the copy only if both versions are equal and not busy.
+// A slot holds one entry, in two parts with a seqlock each.
+//
+// The record part (ver, w) is written by Record alone: the communicator's
+// single writer (see Comm.Record). ver is 0 while empty, else
+// (ticket+1)<<1 | busy. The writer stores ver with busy set, then the
+// words, then ver without busy; a reader loads ver, every word and ver
+// again, and keeps the copy only when both loads agree and busy is clear.
+//
+// The update part (upd, u) is written by Start, Complete and CompleteIn,
+// which may run on other goroutines (the watchdog's) and concurrently with
+// each other, so they take it with a compare-and-swap. upd is
+// (ticket+1)<<updShift | state<<2 | gpu<<1 | busy: the entry whose progress
+// the words hold. Record never touches it: a reader uses the update part
+// only when its ticket is the record part's, so a new entry starts
+// "enqueued" without clearing anything.
+//
+// How the stores are ordered, and why readers never accept a torn copy, is
+// said beside put (word_*.go).
 type slot struct {
 	ver atomic.Uint64
-	w   [slotWords]uint64
+	w   [recWords]uint64
+	upd atomic.Uint64
+	u   [updWords]uint64
+	_   [16 - 2 - recWords - updWords]uint64 // 128 bytes: two cache lines
 }
 
 const (
-	slotWords = 15 // the slot is 128 bytes: two cache lines
-	verShift  = 8
+	recWords = 6
+	updWords = 3
+	updShift = 8
 )
 
-// Word indexes of a slot.
+// Word indexes of the record part.
 const (
 	wSeq    = iota // sequence number in its class
-	wMeta          // comm id<<32 | op<<24 | dtype<<16 | redop<<8 | flags
+	wMeta          // peer<<32 | op<<24 | dtype<<16 | redop<<8 | flags
 	wCount         // elements
-	wPeer          // root or peer, as int64
 	wStream        // stream handle
 	wGroup         // group id
 	wEnq           // clock reading at Record
-	wStart         // clock reading at Start (0 none)
-	wEnd           // clock reading at Complete (0 none)
-	wGPU           // duration measured by the caller, nanoseconds (flagGPU)
+)
+
+// Word indexes of the update part.
+const (
+	uStart = iota // clock reading at Start (0 none)
+	uEnd          // clock reading at Complete
+	uGPU          // duration measured by the caller, nanoseconds (updGPU)
 )
 
 // Flag bits of wMeta's low byte.
+const flagWatched = 0x4
+
+// Bits of upd below its ticket.
 const (
-	flagState   = 0x3 // State
-	flagWatched = 0x4
-	flagGPU     = 0x8 // wGPU holds the duration
+	updBusy      = 0x1
+	updGPU       = 0x2  // uGPU holds the duration
+	updState     = 0xc  // State << 2
+	updWatched   = 0x10 // Watch: followed (besides Event.Watched)
+	updUnwatched = 0x20 // Unwatch: no longer followed
 )
 
 // New returns a recorder whose rings hold entries entries per communicator
 // (rounded up to a power of two, at least 16, at most MaxEntries); entries
 // <= 0 gives a recorder that records nothing until SetSize.
 func New(entries int) *Recorder {
-	r := &Recorder{clk: theClock(), comms: map[uint32]*Comm{}, rank: -1}
+	r := &Recorder{}
 	r.SetSize(entries)
 	return r
 }
 
 var defaultRecorder = sync.OnceValue(func() *Recorder {
-	n, note := entriesFromEnv(os.Getenv(BufferEnv), os.Getenv(BufferEnv) != "")
+	v, set := os.LookupEnv(BufferEnv)
+	n, note := entriesFromEnv(v, set)
 	r := New(n)
 	r.envNote = note
 	return r
 })
 
 // Default is the process's recorder, the one the nccl package records into.
-// Its size comes from the environment variable NCCL4GO_TRACE_BUFFER
-// (entries; unset or 0: off; unreadable: DefaultEntries), and can be changed
-// later with SetSize. It is off by default because recording costs more than
-// its budget of 30 ns a call on the GPU machines measured (60-150 ns on an
-// H200's host); the watchdog package turns it on for the communicators it
-// watches. Sequence numbers count even while it is off.
+// It is on by default, with DefaultEntries per communicator, as PyTorch's
+// flight recorder is: recording costs a few nanoseconds per call
+// (BenchmarkRecord). The environment variable NCCL4GO_TRACE_BUFFER sizes it
+// (entries; 0 turns it off), and SetSize changes it later. Sequence numbers
+// count even while it is off.
 func Default() *Recorder { return defaultRecorder() }
 
-// entriesFromEnv reads BufferEnv's value; a bad value keeps the default and
-// says why.
+// entriesFromEnv reads BufferEnv's value; unset or bad, it is
+// DefaultEntries (a bad value says why).
 func entriesFromEnv(v string, set bool) (int, string) {
 	if !set {
-		return 0, ""
+		return DefaultEntries, ""
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
@@ -168,7 +191,7 @@ func (r *Recorder) SetSize(entries int) {
 }
 
 // resize replaces c's ring by one of size entries, copying the newest
-// entries that fit.
+// entries that fit (r.mu held, so resizes do not overlap).
 func (c *Comm) resize(size int) {
 	old := c.ring.Load()
 	if size == 0 {
@@ -188,11 +211,13 @@ func (c *Comm) resize(size int) {
 			}
 			if t := e.ticket; t+uint64(size) >= head {
 				s := &nr.slots[t&nr.mask]
-				if cur := s.ver.Load(); cur>>verShift > t+1 {
+				if cur := s.ver.Load(); cur>>1 > t+1 {
 					continue
 				}
 				s.w = e.w
 				s.ver.Store(e.ver)
+				s.u = e.u
+				s.upd.Store(e.upd)
 			}
 		}
 	}
@@ -216,13 +241,13 @@ func (r *Recorder) Enabled() bool { return r.Size() != 0 }
 // SLURM_PROCID), else the rank of the first communicator registered.
 func (r *Recorder) SetRank(rank int) {
 	r.mu.Lock()
-	r.rank = rank
+	r.rank, r.rankSet = rank, true
 	r.mu.Unlock()
 }
 
 // processRank is the rank dumps carry; r.mu held.
 func (r *Recorder) processRankLocked() int {
-	if r.rank >= 0 {
+	if r.rankSet {
 		return r.rank
 	}
 	for _, k := range []string{"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"} {
@@ -256,18 +281,31 @@ type CommInfo struct {
 }
 
 // Comm is a communicator registered with a recorder: it hands out the
-// communicator's sequence numbers and records its operations. Safe for
-// concurrent use.
+// communicator's sequence numbers and records its operations.
+//
+// Record has one writer at a time: calls of Record on one Comm must not
+// overlap (the nccl package makes them under the communicator's lock), which
+// is what lets it record with plain stores; the race detector reports
+// overlapping calls. Everything else (Start, Complete, CompleteIn, Lookup,
+// Seq, Close, and dumps) is safe for concurrent use, with Record too. The
+// zero Comm is usable: it belongs to no recorder and counts sequence
+// numbers only.
 type Comm struct {
 	rec  *Recorder
 	id   uint32
 	info CommInfo
 	ring atomic.Pointer[ring] // nil when recording is off
 
-	_             [64]byte      // keep the counters off the read-only fields' line
-	head          atomic.Uint64 // tickets handed out: the next entry's ticket
-	coll          atomic.Uint64
-	p2p           atomic.Uint64
+	_ [64]byte // keep the writer's counters off the read-only fields' line
+	// Written by Record alone (put), read atomically by anyone. Record
+	// stores the counter of an entry before the entry, and a dump copies
+	// the entries before it reads the counters, so a dump never holds an
+	// entry beyond its counters.
+	head    atomic.Uint64 // tickets handed out: the next entry's ticket
+	coll    atomic.Uint64
+	p2p     atomic.Uint64
+	writers int // race builds: a plain counter that reports overlapping Records
+
 	lastStarted   atomic.Uint64 // highest collective sequence started
 	lastCompleted atomic.Uint64 // highest collective sequence completed
 	closedAt      atomic.Uint64 // order of Close among the recorder's communicators; 0 open
@@ -281,6 +319,9 @@ type Comm struct {
 func (r *Recorder) RegisterComm(info CommInfo) *Comm {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.comms == nil {
+		r.comms = map[uint32]*Comm{}
+	}
 	r.pruneLocked()
 	r.nextComm++
 	if r.nextComm == 0 {
@@ -317,7 +358,7 @@ func (r *Recorder) pruneLocked() {
 // Info is the information the communicator was registered with.
 func (c *Comm) Info() CommInfo { return c.info }
 
-// Recorder is the recorder c records into.
+// Recorder is the recorder c records into (nil for the zero Comm).
 func (c *Comm) Recorder() *Recorder { return c.rec }
 
 // Close marks the communicator closed (destroyed or aborted): dumps say so.
@@ -370,71 +411,44 @@ func (r Ref) Seq() uint64 { return r.seq }
 func (r Ref) Recorded() bool { return r.ticket != 0 }
 
 // Record notes that the operation e was enqueued on c now, and returns its
-// entry's reference and sequence number. It allocates nothing and takes no
-// lock. With the recorder off it only counts the sequence number.
+// entry's reference and sequence number. Calls on one Comm must not overlap
+// (see Comm). It allocates nothing, takes no lock and makes no atomic
+// read-modify-write: the time is the recorder's coarse clock (see
+// ClockEnv), a word a ticker refreshes every millisecond while recording
+// goes on. With the recorder off it only counts the sequence number.
 func (c *Comm) Record(e Event) Ref {
+	raceWriter(&c.writers)
 	var seq uint64
 	switch e.Op.info().class {
 	case Collective:
-		seq = c.coll.Add(1)
+		seq = c.coll.Load() + 1
+		store(&c.coll, seq)
 	case PointToPoint:
-		seq = c.p2p.Add(1)
+		seq = c.p2p.Load() + 1
+		store(&c.p2p, seq)
 	}
 	rg := c.ring.Load()
 	if rg == nil {
 		return Ref{seq: seq}
 	}
-	t := c.head.Add(1) - 1
-	var now int64
-	if clk.useCounter {
-		now = counter()
-	} else {
-		now = int64(time.Since(clk.base))
-	}
+	t := c.head.Load()
+	store(&c.head, t+1)
+	now := clk.read()
 	s := &rg.slots[t&rg.mask]
-	v := (t + 1) << verShift
-	// Fast path: the slot is free and holds an older entry.
-	if old := s.ver.Load(); old&1 != 0 || old>>verShift > t || !s.ver.CompareAndSwap(old, v|1) {
-		if !s.claim(t) {
-			return Ref{seq: seq}
-		}
-	}
-	flags := uint64(Enqueued)
+	v := (t + 1) << 1
+	store(&s.ver, v|1)
+	flags := uint64(0)
 	if e.Watched {
-		flags |= flagWatched
+		flags = flagWatched
 	}
 	put(&s.w[wSeq], seq)
-	put(&s.w[wMeta], uint64(c.id)<<32|uint64(e.Op)<<24|uint64(e.DataType)<<16|uint64(e.RedOp)<<8|flags)
+	put(&s.w[wMeta], uint64(uint32(e.Peer))<<32|uint64(e.Op)<<24|uint64(e.DataType)<<16|uint64(e.RedOp)<<8|flags)
 	put(&s.w[wCount], e.Count)
-	put(&s.w[wPeer], uint64(int64(e.Peer)))
 	put(&s.w[wStream], uint64(e.Stream))
 	put(&s.w[wGroup], e.Group)
 	put(&s.w[wEnq], uint64(now))
-	put(&s.w[wStart], 0)
-	put(&s.w[wEnd], 0)
-	put(&s.w[wGPU], 0)
-	s.ver.Store(v)
+	store(&s.ver, v)
 	return Ref{ticket: t + 1, seq: seq}
-}
-
-// claim takes the slot for the entry with ticket t, marking it busy, when
-// Record's fast path could not. It fails when the slot already holds a
-// newer entry.
-func (s *slot) claim(t uint64) bool {
-	want := (t + 1) << verShift
-	var bo spin.Backoff
-	for spins := 0; ; spins++ {
-		v := s.ver.Load()
-		if v>>verShift > t+1 {
-			return false
-		}
-		if v&1 == 0 && s.ver.CompareAndSwap(v, want|1) {
-			return true
-		}
-		if spins > 8 {
-			bo.Wait()
-		}
-	}
 }
 
 // Watch marks the entry ref refers to as watched: the caller (the
@@ -442,16 +456,17 @@ func (s *slot) claim(t uint64) bool {
 // for it, so the dump reports its state and duration; an entry nobody
 // watches reads only "enqueued". It does nothing for a zero or overwritten
 // ref. Safe for concurrent use; it allocates nothing.
-func (c *Comm) Watch(ref Ref) { c.setWatched(ref, true) }
+func (c *Comm) Watch(ref Ref) { c.setWatched(ref, updWatched) }
 
-// Unwatch undoes Watch: the caller stops following the entry before it
-// completed (a watchdog stopped while the operation was in flight), so the
-// dump reads it "enqueued" (state unknown) rather than started and never
-// completed, which the analyzer would call stuck.
-func (c *Comm) Unwatch(ref Ref) { c.setWatched(ref, false) }
+// Unwatch undoes Watch (and Event.Watched): the caller stops following the
+// entry before it completed (a watchdog stopped while the operation was in
+// flight), so the dump reads it "enqueued" (state unknown) rather than
+// started and never completed, which the analyzer would call stuck.
+func (c *Comm) Unwatch(ref Ref) { c.setWatched(ref, updUnwatched) }
 
-// setWatched sets or clears the watched flag of ref's entry.
-func (c *Comm) setWatched(ref Ref, on bool) {
+// setWatched marks ref's entry with bit (updWatched or updUnwatched) in
+// its update part, as update takes it.
+func (c *Comm) setWatched(ref Ref, bit uint64) {
 	if ref.ticket == 0 {
 		return
 	}
@@ -460,26 +475,31 @@ func (c *Comm) setWatched(ref Ref, on bool) {
 		return
 	}
 	s := &rg.slots[(ref.ticket-1)&rg.mask]
+	if v := s.ver.Load(); v>>1 > ref.ticket {
+		return // overwritten
+	}
+	var u uint64
 	var bo spin.Backoff
 	for spins := 0; ; spins++ {
-		v := s.ver.Load()
-		if v>>verShift != ref.ticket {
-			return
+		u = s.upd.Load()
+		if u>>updShift > ref.ticket {
+			return // a newer entry's progress
 		}
-		if v&1 == 0 && s.ver.CompareAndSwap(v, v|1) {
-			if on {
-				put(&s.w[wMeta], s.w[wMeta]|flagWatched)
-			} else {
-				put(&s.w[wMeta], s.w[wMeta]&^flagWatched)
-			}
-			upd := (v>>1 + 1) & (1<<(verShift-1) - 1)
-			s.ver.Store(v&^(1<<verShift-1) | upd<<1)
-			return
+		if u&updBusy == 0 && s.upd.CompareAndSwap(u, u|updBusy) {
+			break
 		}
 		if spins > 8 {
 			bo.Wait()
 		}
 	}
+	if u>>updShift != ref.ticket {
+		// The words hold an older entry's progress: start afresh.
+		u = 0
+		put(&s.u[uStart], 0)
+		put(&s.u[uEnd], 0)
+		put(&s.u[uGPU], 0)
+	}
+	store(&s.upd, ref.ticket<<updShift|u&(updState|updGPU)|bit)
 }
 
 // Start notes that the GPU began the operation ref refers to (for the
@@ -490,7 +510,8 @@ func (c *Comm) Start(ref Ref) {
 
 // Complete notes that the GPU finished the operation ref refers to; its
 // duration is the time from Start (or from Record, when Start was not
-// called) to now.
+// called) to now, on the recorder's clock (to about a millisecond with the
+// default coarse clock: see ClockEnv).
 func (c *Comm) Complete(ref Ref) {
 	c.update(ref, Completed, 0, false)
 }
@@ -501,7 +522,9 @@ func (c *Comm) CompleteIn(ref Ref, d time.Duration) {
 	c.update(ref, Completed, d, true)
 }
 
-// update moves ref's entry to state st.
+// update moves ref's entry to state st. The counters go first, so that a
+// dump, which copies the entries before it reads the counters, never shows
+// a state beyond them.
 func (c *Comm) update(ref Ref, st State, d time.Duration, gpu bool) {
 	if ref.ticket == 0 {
 		return
@@ -510,38 +533,14 @@ func (c *Comm) update(ref Ref, st State, d time.Duration, gpu bool) {
 	if rg == nil {
 		return
 	}
-	now := c.rec.clk.now()
 	s := &rg.slots[(ref.ticket-1)&rg.mask]
-	var v uint64
-	var bo spin.Backoff
-	for spins := 0; ; spins++ {
-		v = s.ver.Load()
-		if v>>verShift != ref.ticket {
-			return
-		}
-		if v&1 == 0 && s.ver.CompareAndSwap(v, v|1) {
-			break
-		}
-		if spins > 8 {
-			bo.Wait()
-		}
+	if v := s.ver.Load(); v>>1 > ref.ticket {
+		return // overwritten
 	}
-	meta := s.w[wMeta]
-	put(&s.w[wMeta], meta&^flagState|uint64(st))
-	switch st {
-	case Started:
-		put(&s.w[wStart], uint64(now))
-	case Completed:
-		put(&s.w[wEnd], uint64(now))
-		if gpu {
-			put(&s.w[wMeta], meta&^flagState|uint64(st)|flagGPU)
-			put(&s.w[wGPU], uint64(d))
-		}
-	}
-	// Next version: same ticket, one more update (mod 128), not busy.
-	upd := (v>>1 + 1) & (1<<(verShift-1) - 1)
-	s.ver.Store(v&^(1<<verShift-1) | upd<<1)
-	if Op(meta>>24).info().class == Collective {
+	// The meta word says whether the entry is a collective; it is read
+	// under the record part's seqlock.
+	var e rawEntry
+	if s.readRecord(&e) && e.ticket+1 == ref.ticket && e.op().Class() == Collective {
 		switch st {
 		case Started:
 			storeMax(&c.lastStarted, ref.seq)
@@ -550,6 +549,43 @@ func (c *Comm) update(ref Ref, st State, d time.Duration, gpu bool) {
 			storeMax(&c.lastCompleted, ref.seq)
 		}
 	}
+	now := clk.read()
+	var u uint64
+	var bo spin.Backoff
+	for spins := 0; ; spins++ {
+		u = s.upd.Load()
+		if u>>updShift > ref.ticket {
+			return // a newer entry's progress
+		}
+		if u&updBusy == 0 && s.upd.CompareAndSwap(u, u|updBusy) {
+			break
+		}
+		if spins > 8 {
+			bo.Wait()
+		}
+	}
+	cur := Enqueued
+	if u>>updShift == ref.ticket {
+		cur = State(u & updState >> 2)
+	} else {
+		// The words hold an older entry's progress: start afresh.
+		u = 0
+		put(&s.u[uStart], 0)
+		put(&s.u[uEnd], 0)
+		put(&s.u[uGPU], 0)
+	}
+	next := ref.ticket<<updShift | uint64(max(cur, st))<<2 | u&(updGPU|updWatched|updUnwatched)
+	switch {
+	case st == Started && cur < Started:
+		put(&s.u[uStart], uint64(now))
+	case st == Completed && cur < Completed:
+		put(&s.u[uEnd], uint64(now))
+		if gpu {
+			put(&s.u[uGPU], uint64(d))
+			next |= updGPU
+		}
+	}
+	store(&s.upd, next) // releases the update part (see put)
 }
 
 // storeMax raises a to v if v is larger.
@@ -560,6 +596,24 @@ func storeMax(a *atomic.Uint64, v uint64) {
 			return
 		}
 	}
+}
+
+// State is the state of the entry ref refers to; ok is false for a zero
+// ref or an entry the ring has overwritten. The watchdog follows host-side
+// operations (Split, Finalize, ...) by it.
+func (c *Comm) State(ref Ref) (st State, ok bool) {
+	if ref.ticket == 0 {
+		return 0, false
+	}
+	rg := c.ring.Load()
+	if rg == nil {
+		return 0, false
+	}
+	var e rawEntry
+	if !rg.slots[(ref.ticket-1)&rg.mask].read(&e) || e.ticket+1 != ref.ticket {
+		return 0, false
+	}
+	return e.state(), true
 }
 
 // Lookup finds the newest entry of c with sequence number seq in the given
@@ -573,7 +627,7 @@ func (c *Comm) Lookup(class Class, seq uint64) (Ref, bool) {
 	var e rawEntry
 	best := Ref{}
 	for i := range rg.slots {
-		if !rg.slots[i].read(&e) || e.w[wSeq] != seq || e.op().Class() != class {
+		if !rg.slots[i].readRecord(&e) || e.w[wSeq] != seq || e.op().Class() != class {
 			continue
 		}
 		if e.ticket+1 > best.ticket {
@@ -589,24 +643,56 @@ func (c *Comm) Seq() uint64 { return c.coll.Load() }
 // P2PSeq is the sequence number of c's last point-to-point operation.
 func (c *Comm) P2PSeq() uint64 { return c.p2p.Load() }
 
-// rawEntry is a consistent copy of a slot.
+// rawEntry is a consistent copy of a slot: its record part, and its update
+// part when that belongs to the same entry (else upd is 0: enqueued).
 type rawEntry struct {
 	ver    uint64
 	ticket uint64
-	w      [slotWords]uint64
+	w      [recWords]uint64
+	upd    uint64
+	u      [updWords]uint64
 }
 
-func (e *rawEntry) commID() uint32     { return uint32(e.w[wMeta] >> 32) }
 func (e *rawEntry) op() Op             { return Op(e.w[wMeta] >> 24) }
 func (e *rawEntry) dataType() DataType { return DataType(e.w[wMeta] >> 16) }
 func (e *rawEntry) redOp() RedOp       { return RedOp(e.w[wMeta] >> 8) }
-func (e *rawEntry) state() State       { return State(e.w[wMeta] & flagState) }
-func (e *rawEntry) watched() bool      { return e.w[wMeta]&flagWatched != 0 }
-func (e *rawEntry) gpu() bool          { return e.w[wMeta]&flagGPU != 0 }
+func (e *rawEntry) peer() int          { return int(int32(uint32(e.w[wMeta] >> 32))) }
+func (e *rawEntry) state() State       { return State(e.upd & updState >> 2) }
+func (e *rawEntry) watched() bool {
+	return (e.w[wMeta]&flagWatched != 0 || e.upd&updWatched != 0) && e.upd&updUnwatched == 0
+}
+func (e *rawEntry) gpu() bool { return e.upd&updGPU != 0 }
 
 // read copies the slot into e and reports whether it holds a whole entry.
 // It retries while a writer holds the slot, a bounded number of times.
 func (s *slot) read(e *rawEntry) bool {
+	if !s.readRecord(e) {
+		return false
+	}
+	e.upd, e.u = 0, [updWords]uint64{}
+	for range 100 {
+		u1 := s.upd.Load()
+		if u1>>updShift != e.ticket+1 {
+			return true // no progress recorded for this entry
+		}
+		if u1&updBusy != 0 {
+			spin.Yield()
+			continue
+		}
+		var u [updWords]uint64
+		for i := range u {
+			u[i] = atomic.LoadUint64(&s.u[i])
+		}
+		if s.upd.Load() == u1 {
+			e.upd, e.u = u1, u
+			return true
+		}
+	}
+	return true // progress kept changing: report the entry as enqueued
+}
+
+// readRecord copies the slot's record part into e.
+func (s *slot) readRecord(e *rawEntry) bool {
 	for range 100 {
 		v1 := s.ver.Load()
 		if v1 == 0 {
@@ -620,7 +706,7 @@ func (s *slot) read(e *rawEntry) bool {
 			e.w[i] = atomic.LoadUint64(&s.w[i])
 		}
 		if s.ver.Load() == v1 {
-			e.ver, e.ticket = v1, v1>>verShift-1
+			e.ver, e.ticket = v1, v1>>1-1
 			return true
 		}
 	}

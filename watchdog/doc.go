@@ -18,13 +18,18 @@
 //
 // # How it works
 //
-// Watch attaches a hook to the communicator (nccl.Communicator.AddHook). For
-// each operation the communicator queues (collectives, point-to-point and
-// one-sided calls), the hook records a CUDA event created with
-// CU_EVENT_DISABLE_TIMING on the operation's stream, right after NCCL
-// accepted it, and hands it to the poller; events whose work completed are
-// reused, so the steady state creates none and allocates nothing. Off (not
-// watched), a communicator pays nothing: its list of hooks is empty.
+// Watch attaches a hook to the communicator (nccl.Communicator.AddHook). Each
+// operation the communicator queues (collectives, point-to-point and
+// one-sided calls) is followed by a CUDA event created with
+// CU_EVENT_DISABLE_TIMING, recorded on its stream after it. Stream order
+// makes one event cover every operation queued before it on its stream, so
+// events are recorded only as often as the poller can use them: the first
+// operation on a stream in each poll period records one right after NCCL
+// accepted it; the later ones of the period share the next event on that
+// stream, recorded by a later operation or by the poller at its next tick.
+// Events whose work completed are reused, so the steady state creates none
+// and allocates nothing. Off (not watched), a communicator pays nothing:
+// its list of hooks is empty.
 //
 // One goroutine per process, started by the first Watch and ended with the
 // last watchdog, polls every PollInterval: for each stream of each watched
@@ -64,9 +69,28 @@
 // non-blocking communicator's when its next operation is queued or its
 // asynchronous state says the work has left NCCL's host side. An operation
 // NCCL never launches (a group that never ends, a non-blocking operation in
-// progress for good) times out as "not launched by NCCL". Operations
-// captured into a CUDA graph are not watched (their events cannot be
-// queried); Stats counts them as dropped.
+// progress for good) times out as "not launched by NCCL"; one NCCL keeps
+// accepting operations on is busy, not hung.
+//
+// # CUDA graphs
+//
+// Watching never breaks a stream capture. The watchdog records no event in
+// a capture and queries none, since the driver answers either with an error
+// that invalidates the capture (see cuda's "NCCL and graphs"): an operation
+// queued on a stream being captured (asked of the driver when the stream is
+// first seen, and again after package cuda began or ended any capture) is
+// not watched, and neither are the graph's replays, which are no operations
+// of the communicator; Stats.Captured counts them. The poller runs on an OS
+// thread of its own in relaxed capture interaction mode
+// (cuThreadExchangeStreamCaptureMode), so its queries of other events are
+// harmless to a CaptureGlobal capture begun anywhere in the process, by
+// this program or another library. Before it records an event itself, it
+// asks whether the stream is being captured, and again after: an event
+// whose stream began a capture at that moment is abandoned, never queried
+// or destroyed (Stats.Abandoned). A capture begun by another library on a
+// stream the watchdog already knows is seen only by the poller: operations
+// queued in it are taken for eager ones, wait until the capture ends, and
+// are then reported complete with the stream's next event.
 //
 // # Blocking communicators: what is safe
 //
@@ -87,7 +111,8 @@
 //   - a blocking Split, Shrink, Grow, Finalize or Destroy waiting for a
 //     dead peer holds the communicator inside NCCL, where it cannot be
 //     interrupted; the abort waits for it (the dump is written first, so it
-//     always lands; with Exit the process ends 10 s later regardless);
+//     always lands; with Exit the process ends 10 s later regardless, and
+//     the heartbeat monitor ends it after Options.Heartbeat in any case);
 //   - a blocking collective whose enqueue waits inside NCCL because NCCL's
 //     work queue is full behind the hung operation (thousands of operations
 //     queued without a synchronization): the same;
@@ -102,7 +127,24 @@
 //
 // # Cost
 //
-// Watched, a collective costs one uncontended mutex and one cuEventRecord
-// more (measured 150-280 ns per record on an H200; BenchmarkWatchedAllReduce
-// measures both). Unwatched, nothing: the communicator has no hook.
+// Watched, a collective costs one uncontended mutex, an atomic load and a
+// copy of its record, plus one cuEventRecord (150-280 ns on an H200) for
+// the first operation on its stream in each poll period: amortized, a few
+// nanoseconds in a tight loop (BenchmarkWatchedAllReduce measures it). A
+// hang is still detected within Timeout plus one poll interval of the
+// operation reaching the head of its stream; when several operations
+// queued within one poll interval share the event that does not complete,
+// the error names the oldest and says how many share it
+// (TimeoutError.Shared). Unwatched, nothing: the communicator has no hook.
+//
+// # Heartbeat
+//
+// The watchdog itself can be stuck: a driver query that never returns on
+// the poller's thread, an abort that waits inside NCCL for good. A monitor
+// goroutine checks that every poller round and every failure's action end
+// within Options.Heartbeat (DefaultHeartbeat, PyTorch's
+// TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC); when one does not, it dumps the flight
+// recorder, prints "watchdog: heartbeat monitor: ..." saying what is stuck,
+// and ends the process with Options.ExitCode, as PyTorch's
+// TORCH_NCCL_ENABLE_MONITORING does. A negative Heartbeat turns it off.
 package watchdog

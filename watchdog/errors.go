@@ -79,6 +79,12 @@ type TimeoutError struct {
 	// operation stayed in progress; Waited then counts from when the
 	// poller first saw it queued.
 	NotLaunched bool
+	// Shared counts the operations queued after Op on its stream that the
+	// same CUDA event follows (queued within one poll interval: the
+	// watchdog records at most one event per stream and interval). Op is
+	// the oldest not known to be complete; when Shared > 0 the one that
+	// hangs may be any of them.
+	Shared int
 }
 
 // Error names the operation, its sequence number, the time waited, the
@@ -88,7 +94,11 @@ func (e *TimeoutError) Error() string {
 	if e.NotLaunched {
 		what = "was not launched by NCCL"
 	}
-	return fmt.Sprintf("watchdog: %s on %s %s in %s%s", e.Op, e.Comm, what, e.Waited.Round(time.Millisecond), tail(e.Action, e.ActionErr, e.Dump, e.DumpErr))
+	shared := ""
+	if e.Shared > 0 {
+		shared = fmt.Sprintf(" (nor did the %d operations queued after it within the same poll interval)", e.Shared)
+	}
+	return fmt.Sprintf("watchdog: %s on %s %s in %s%s%s", e.Op, e.Comm, what, e.Waited.Round(time.Millisecond), shared, tail(e.Action, e.ActionErr, e.Dump, e.DumpErr))
 }
 
 // AsyncError says that NCCL reported the communicator broken

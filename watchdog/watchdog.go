@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/trace"
 )
 
@@ -66,7 +68,12 @@ const (
 	DefaultTimeout      = 10 * time.Minute       // PyTorch's default collective timeout
 	DefaultPollInterval = 100 * time.Millisecond // how often the GPU's progress is looked at
 	DefaultExitCode     = 6                      // the status of a process ended by SIGABRT, as PyTorch's watchdog ends it
+	DefaultHeartbeat    = 8 * time.Minute        // PyTorch's TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC
 )
+
+// exitGrace is how long, with Options.Exit, the action and then OnFailure
+// may each take before the process exits anyway.
+var exitGrace = 10 * time.Second
 
 // Options configure a watchdog. The zero value (or nil) is usable.
 type Options struct {
@@ -99,34 +106,51 @@ type Options struct {
 	// the scheduler) restarts the job. The error is printed to standard
 	// error first. If the action has not returned within 10 s (see the
 	// package documentation: an abort waits for a call inside NCCL), the
-	// process exits anyway.
+	// process exits anyway, and likewise if OnFailure has not returned
+	// within 10 s of its call; the message says which did not return.
 	Exit bool
 	// ExitCode is the status Exit ends the process with; 0 means
 	// DefaultExitCode.
 	ExitCode int
+	// Heartbeat bounds how long the watchdog itself may be stuck: when the
+	// process's poller has not finished a poll, or a failure's action (an
+	// abort) has not returned, for this long (a driver or NCCL call that
+	// never returns), a monitor goroutine dumps the flight recorder,
+	// prints why to standard error and ends the process with ExitCode,
+	// whatever Exit says, as PyTorch's TORCH_NCCL_ENABLE_MONITORING does.
+	// 0 means DefaultHeartbeat; negative turns the monitor off. The
+	// process's monitor uses the shortest Heartbeat of the watchdogs
+	// running.
+	Heartbeat time.Duration
 }
 
 // Watchdog watches one communicator's operations. Its methods are safe for
-// concurrent use.
+// concurrent use. Make one with Watch: the zero Watchdog watches nothing
+// (Stop does nothing, Err is nil, Done is closed, Stats are zero,
+// Synchronize returns an error).
 type Watchdog struct {
-	c      *nccl.Communicator
+	cw     weak.Pointer[nccl.Communicator] // weak: a watched communicator the program drops is still collected (and its leak reported)
 	opts   Options
 	dev    cuda.Device
 	comm   Comm
 	remove func() // detaches the hook (nccl.Communicator.AddHook)
 	begun  time.Time
 
-	// mu guards what Queued touches; Queued runs under the communicator's
+	// mu guards what queued touches; queued runs under the communicator's
 	// lock, so only the poller contends for it.
 	mu       sync.Mutex
 	free     []*cuda.Event // events whose work completed, for reuse
 	events   int           // events made (free, in flight or abandoned)
-	incoming []entry       // recorded, not yet taken by the poller
-	deferred []entry       // queued inside a group or on a non-blocking communicator: no event yet
+	incoming []entry       // launched, not yet taken by the poller (ev nil: not covered by an event yet)
+	deferred []entry       // queued inside a group or on a non-blocking communicator: not launched yet
 	serial   uint64        // operations queued so far
-	closed   bool          // stopped or failed: Queued does nothing
-	dropped  uint64        // operations not watched (event creation or record failed)
+	closed   bool          // stopped or failed: queued does nothing
+	dropped  uint64        // operations not watched: an event could not be made or recorded, or the capture state not read
+	captured uint64        // operations queued into a stream capture: not watched
 	last     entry         // the newest operation queued (no event)
+	streams  []streamState // the streams operations were queued on
+	host     []entry       // host-side operations (Split, Finalize, ...): followed by their flight-recorder entries
+	period   uint64        // the poller's ticks so far: queued records at most one event per stream and tick
 
 	nonBlocking atomic.Bool // the communicator returns ncclInProgress: events wait for the next call
 
@@ -135,12 +159,18 @@ type Watchdog struct {
 	pending      []entry // in queue order
 	spare        []entry
 	blocked      []uintptr      // streams with an operation not done, during a tick
-	freed        []*cuda.Event  // events done, during a tick
+	results      []evResult     // events queried during a tick
 	unregistered atomic.Bool    // Stop began: the poller leaves it alone
 	busySince    time.Duration  // when the asynchronous state was first seen in progress; 0: not in progress
+	busySerial   uint64         // serial then: an operation accepted since is progress
 	asyncRun     sync.WaitGroup // the asynchronous-error poll in flight
 	asyncOn      atomic.Bool
 	asyncOut     atomic.Pointer[asyncResult]
+	polls        atomic.Uint64 // ticks that looked at this watchdog
+	covers       atomic.Uint64 // events the poller recorded
+	abandoned    atomic.Uint64 // events the poller recorded that a capture begun meanwhile took: never queried or reused
+
+	actionSince atomic.Int64 // unix ns when the failure's action began; 0: none under way (for the heartbeat monitor)
 
 	failed   atomic.Bool
 	done     chan struct{} // closed once failed (err set) or stopped
@@ -150,14 +180,33 @@ type Watchdog struct {
 	stopOnce sync.Once
 }
 
+// streamState is what queued keeps per stream (mu held).
+type streamState struct {
+	h         uintptr
+	capEpoch  uint64 // capi.CaptureEpoch+1 when capturing was read; 0: never
+	capturing bool
+	recorded  uint64 // period+1 of the last event queued recorded on it
+}
+
+// Stream handles with a fixed meaning (cuda.h).
+const (
+	streamLegacy    = 0x1 // CU_STREAM_LEGACY; 0 is the same stream
+	streamPerThread = 0x2 // CU_STREAM_PER_THREAD: the calling thread's default stream
+)
+
 type asyncResult struct {
 	err    error
 	before uint64 // serial when the poll began: deferred entries below it are launched
 }
 
+type evResult struct {
+	ev *cuda.Event
+	r  cuda.Result
+}
+
 // entry is one watched operation.
 type entry struct {
-	ev      *cuda.Event // nil while deferred
+	ev      *cuda.Event // the event that follows it: recorded after it on its stream, maybe shared with the operations before it there; nil: none yet
 	tr      *trace.Comm
 	ref     trace.Ref
 	e       trace.Event
@@ -166,63 +215,18 @@ type entry struct {
 	started time.Duration // when it reached the head of its stream; 0: not yet
 }
 
-// claims are the communicators watched now, each by the one watchdog in
-// charge of it: Watch checks here before it attaches anything, so that a
-// refused Watch never comes between the communicator and the watchdog in
-// charge. Weak on both sides: a claim keeps neither reachable.
-var claims struct {
-	sync.Mutex
-	m map[weak.Pointer[nccl.Communicator]]weak.Pointer[Watchdog]
-}
-
-// claim makes w the watchdog in charge of its communicator, unless another
-// one watches it (neither stopped nor failed).
-func (w *Watchdog) claim() error {
-	claims.Lock()
-	defer claims.Unlock()
-	k := weak.Make(w.c)
-	if pw := claims.m[k].Value(); pw != nil && !pw.failed.Load() && !pw.isStopped() {
-		return fmt.Errorf("watchdog: Watch: %s is already watched", w.comm)
-	}
-	if claims.m == nil {
-		claims.m = make(map[weak.Pointer[nccl.Communicator]]weak.Pointer[Watchdog])
-	}
-	for c, pw := range claims.m { // forget the claims of collected values
-		if c.Value() == nil || pw.Value() == nil {
-			delete(claims.m, c)
-		}
-	}
-	claims.m[k] = weak.Make(w)
-	return nil
-}
-
-// unclaim ends w's charge of its communicator.
-func (w *Watchdog) unclaim() {
-	claims.Lock()
-	defer claims.Unlock()
-	k := weak.Make(w.c)
-	if claims.m[k].Value() == w {
-		delete(claims.m, k)
-	}
-}
-
-// hook attaches a watchdog to its communicator (nccl.Hook), so that the
-// hook's methods are no part of Watchdog's API.
-type hook struct{ w *Watchdog }
-
-func (h hook) Queued(op nccl.QueuedOp) { h.w.queued(op) }
-func (h hook) GroupEnded()             { h.w.groupEnded() }
-
-// Watch starts watching c: every operation c queues from now on records a
-// timing-disabled CUDA event on its stream, which one goroutine of the
-// process polls, with c's asynchronous error. On a timeout or an
-// asynchronous error the watchdog dumps the flight recorder, acts on the
-// communicator (Options.Action), and reports (Err, Done, OnFailure,
+// Watch starts watching c: the operations c queues from now on are
+// followed with timing-disabled CUDA events on their streams, which one
+// goroutine of the process polls, with c's asynchronous error. On a timeout
+// or an asynchronous error the watchdog dumps the flight recorder, acts on
+// the communicator (Options.Action), and reports (Err, Done, OnFailure,
 // Options.Exit). Stop ends the watch. c must be initialized, and watched by
 // no other watchdog (one that stopped or failed does not count); other
 // hooks of c (nccl.Communicator.AddHook) are not affected. The flight recorder
 // (trace.Default) is turned on with trace.DefaultEntries when it is off:
-// its dump is what explains a hang.
+// its dump is what explains a hang. The watchdog does not keep c
+// reachable: a watched communicator the program drops without Destroy is
+// reported as leaked (nccl.SetLeakHandler), and its watch ends.
 func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 	var opts Options
 	if o != nil {
@@ -249,6 +253,9 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 	if opts.ExitCode == 0 {
 		opts.ExitCode = DefaultExitCode
 	}
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
 	if c == nil {
 		return nil, errors.New("watchdog: Watch: nil communicator")
 	}
@@ -262,7 +269,7 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 	}
 	info := tc.Info()
 	w := &Watchdog{
-		c: c, opts: opts, dev: dev, begun: time.Now(),
+		cw: weak.Make(c), opts: opts, dev: dev, begun: time.Now(),
 		comm: Comm{Name: info.Name, Hash: info.Hash, Rank: info.Rank, Size: info.Size},
 		done: make(chan struct{}),
 	}
@@ -303,9 +310,59 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 	return w, nil
 }
 
-// queued is the nccl.Hook's Queued: it runs under the communicator's lock
-// right after NCCL accepted an operation, records an event on its stream
-// and hands it to the poller.
+// claims are the communicators watched now, each by the one watchdog in
+// charge of it: Watch checks here before it attaches anything, so that a
+// refused Watch never comes between the communicator and the watchdog in
+// charge. Weak on both sides: a claim keeps neither reachable.
+var claims struct {
+	sync.Mutex
+	m map[weak.Pointer[nccl.Communicator]]weak.Pointer[Watchdog]
+}
+
+// claim makes w the watchdog in charge of its communicator, unless another
+// one watches it (neither stopped nor failed).
+func (w *Watchdog) claim() error {
+	claims.Lock()
+	defer claims.Unlock()
+	if pw := claims.m[w.cw].Value(); pw != nil && !pw.failed.Load() && !pw.isStopped() {
+		return fmt.Errorf("watchdog: Watch: %s is already watched", w.comm)
+	}
+	if claims.m == nil {
+		claims.m = make(map[weak.Pointer[nccl.Communicator]]weak.Pointer[Watchdog])
+	}
+	for c, pw := range claims.m { // forget the claims of collected values
+		if c.Value() == nil || pw.Value() == nil {
+			delete(claims.m, c)
+		}
+	}
+	claims.m[w.cw] = weak.Make(w)
+	return nil
+}
+
+// unclaim ends w's charge of its communicator.
+func (w *Watchdog) unclaim() {
+	claims.Lock()
+	defer claims.Unlock()
+	if claims.m[w.cw].Value() == w {
+		delete(claims.m, w.cw)
+	}
+}
+
+// hook attaches a watchdog to its communicator: the communicator's calls
+// reach the watchdog through it, so Watchdog itself exports no hook
+// methods.
+type hook struct{ w *Watchdog }
+
+func (h hook) Queued(op nccl.QueuedOp) { h.w.queued(op) }
+func (h hook) GroupEnded()             { h.w.groupEnded() }
+
+// queued runs under the communicator's lock right after NCCL accepted an
+// operation. It costs a mutex, an atomic load and a copy: the first
+// operation on a stream in each poll period records an event after itself
+// (so an operation queued alone is followed exactly); the ones after it in
+// the period are covered by the next event on that stream (stream order:
+// an event completes after everything queued before it), which the poller
+// records at its next tick if no operation does.
 func (w *Watchdog) queued(op nccl.QueuedOp) {
 	w.mu.Lock()
 	if w.closed {
@@ -317,32 +374,116 @@ func (w *Watchdog) queued(op nccl.QueuedOp) {
 	w.last = en
 	// A group's operations reach the GPU when the group ends, and a
 	// non-blocking communicator's when NCCL's thread launches them: both
-	// before the communicator's next operation is accepted. Their events
-	// are recorded then.
+	// before the communicator's next operation is accepted.
 	if len(w.deferred) > 0 && (op.Event.Group == 0 || op.Event.Group != w.deferred[0].e.Group) {
 		w.flushLocked(len(w.deferred))
 	}
 	if !op.OnStream {
-		// A lifecycle operation (Split, Finalize, ...) runs on no stream:
-		// no event follows it. On a non-blocking communicator it keeps
-		// the asynchronous state in progress, and a timeout then names
-		// it (w.last), not the collective before it.
+		// Split, Shrink, Grow, Finalize...: work of the host (and NCCL's
+		// threads), on no stream. The call path marks its entry watched,
+		// started and completed; the poller reads that, and times it out
+		// by its name.
+		w.host = append(w.host, en)
+		w.mu.Unlock()
+		return
+	}
+	ss := w.streamLocked(op.Event.Stream)
+	if w.capturingLocked(ss) {
+		// Captured into a graph: it runs at each replay, not now. No event
+		// is recorded in a capture, and none of one is ever queried (either
+		// would break the capture); its replays are not watched.
+		w.captured++
 		w.mu.Unlock()
 		return
 	}
 	if op.Event.Group != 0 || w.nonBlocking.Load() {
 		w.deferred = append(w.deferred, en)
 	} else {
-		w.recordLocked(en)
+		w.launchLocked(en, ss)
 	}
 	w.mu.Unlock()
 }
 
-// groupEnded is the nccl.Hook's GroupEnded: the outermost group that
-// queued operations on the communicator has ended. On a blocking
-// communicator they are on their streams now, and their events are recorded;
-// on a non-blocking one NCCL's thread launches them, and they wait, as the
-// communicator's other operations do, for its state to say so.
+// streamLocked is the state of stream h (mu held).
+func (w *Watchdog) streamLocked(h uintptr) *streamState {
+	for i := range w.streams {
+		if w.streams[i].h == h {
+			return &w.streams[i]
+		}
+	}
+	if len(w.streams) >= 64 { // a program cycling through streams: forget the oldest
+		w.streams = w.streams[:copy(w.streams, w.streams[1:])]
+	}
+	w.streams = append(w.streams, streamState{h: h})
+	return &w.streams[len(w.streams)-1]
+}
+
+// capturingLocked reports whether work queued on the stream now is
+// captured (mu held). The driver is asked when the stream is new, and again
+// after package cuda began or ended any capture (capi.CaptureEpoch); the
+// legacy default stream is never captured. A capture begun by another
+// library, on a stream the watchdog has seen, is not seen here: the poller
+// checks again before it records an event there.
+func (w *Watchdog) capturingLocked(ss *streamState) bool {
+	if ss.h == 0 || ss.h == streamLegacy {
+		return false
+	}
+	epoch := capi.CaptureEpoch.Load() + 1
+	if ss.capEpoch == epoch && ss.h != streamPerThread {
+		return ss.capturing
+	}
+	st, _, err := cuda.StreamOf(ss.h, w.dev).CaptureInfo()
+	if err != nil {
+		w.dropped++ // cannot tell: never record an event that might be captured
+		return true
+	}
+	ss.capturing = st != cuda.NotCapturing
+	ss.capEpoch = epoch
+	return ss.capturing
+}
+
+// launchLocked hands a launched operation to the poller (mu held),
+// recording an event after it when it is the first on its stream in this
+// poll period (or on the per-thread default stream, which only the
+// calling thread can record on).
+func (w *Watchdog) launchLocked(en entry, ss *streamState) {
+	if ss == nil {
+		ss = w.streamLocked(en.e.Stream)
+	}
+	if ss.recorded != w.period+1 || ss.h == streamPerThread {
+		if ev := w.eventLocked(); ev != nil {
+			if err := ev.RecordHandle(en.e.Stream); err != nil {
+				w.free = append(w.free, ev)
+			} else {
+				en.ev = ev
+				ss.recorded = w.period + 1
+			}
+		}
+	}
+	en.tr.Watch(en.ref) // the poller starts and completes it from now on
+	w.incoming = append(w.incoming, en)
+}
+
+// eventLocked takes an event from the pool, or makes one; nil when it
+// cannot (mu held).
+func (w *Watchdog) eventLocked() *cuda.Event {
+	if n := len(w.free); n > 0 {
+		ev := w.free[n-1]
+		w.free = w.free[:n-1]
+		return ev
+	}
+	ev, err := w.dev.NewEventFlags(cuda.EventDisableTiming)
+	if err != nil {
+		return nil
+	}
+	w.events++
+	return ev
+}
+
+// groupEnded: the outermost group that queued operations on the
+// communicator has ended. On a blocking communicator they are on their
+// streams now; on a non-blocking one NCCL's thread launches them, and they
+// wait, as the communicator's other operations do, for its state to say so.
 func (w *Watchdog) groupEnded() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -358,34 +499,10 @@ func (w *Watchdog) groupEnded() {
 	}
 }
 
-// recordLocked records en's event and hands it to the poller (mu held).
-func (w *Watchdog) recordLocked(en entry) {
-	var ev *cuda.Event
-	if n := len(w.free); n > 0 {
-		ev = w.free[n-1]
-		w.free = w.free[:n-1]
-	} else {
-		var err error
-		if ev, err = w.dev.NewEventFlags(cuda.EventDisableTiming); err != nil {
-			w.dropped++
-			return
-		}
-		w.events++
-	}
-	if err := ev.RecordHandle(en.e.Stream); err != nil {
-		w.free = append(w.free, ev)
-		w.dropped++
-		return
-	}
-	en.ev = ev
-	en.tr.Watch(en.ref) // the poller starts and completes it from now on
-	w.incoming = append(w.incoming, en)
-}
-
-// flushLocked records the events of the first n deferred entries (mu held).
+// flushLocked launches the first n deferred entries (mu held).
 func (w *Watchdog) flushLocked(n int) {
 	for _, en := range w.deferred[:n] {
-		w.recordLocked(en)
+		w.launchLocked(en, nil)
 	}
 	k := copy(w.deferred, w.deferred[n:])
 	clear(w.deferred[k:])
@@ -401,7 +518,14 @@ func (w *Watchdog) Err() error {
 }
 
 // Done is closed when the watchdog has failed (Err says why) or stopped.
-func (w *Watchdog) Done() <-chan struct{} { return w.done }
+func (w *Watchdog) Done() <-chan struct{} {
+	if w.done == nil {
+		return closedChan // the zero Watchdog
+	}
+	return w.done
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Comm is the watched communicator's identity.
 func (w *Watchdog) Comm() Comm { return w.comm }
@@ -409,14 +533,34 @@ func (w *Watchdog) Comm() Comm { return w.comm }
 // Stats are a watchdog's counters.
 type Stats struct {
 	Events  int    // CUDA events made (the pool, in flight, abandoned)
-	Pending int    // operations recorded and not seen complete
-	Dropped uint64 // operations not watched: an event could not be made or recorded
+	Pending int    // operations queued and not seen complete
+	Dropped uint64 // operations not watched: an event could not be made or recorded, or a stream's capture state not read
+	// Captured counts operations queued on a stream being captured into a
+	// CUDA graph. They are not watched: the watchdog records no event in a
+	// capture and queries none (either would invalidate it), and a graph's
+	// replays (cuda.GraphExec.Launch) are not operations of the
+	// communicator. Captures begun by other libraries than package cuda,
+	// on a stream the watchdog has seen before, are noticed only by the
+	// poller, which then leaves that stream's operations alone until the
+	// capture ends.
+	Captured uint64
+	// Abandoned counts events the poller recorded on a stream that
+	// another thread began capturing at the same moment: the record may
+	// belong to that capture, so the event is never queried, reused or
+	// destroyed (the graph may record it on every replay).
+	Abandoned uint64
+	Polls     uint64 // poller ticks that looked at this communicator
+	Covers    uint64 // events the poller recorded behind operations queued after a stream's first in a poll period
 }
 
 // Stats returns the watchdog's counters.
 func (w *Watchdog) Stats() Stats {
+	if w.done == nil {
+		return Stats{} // the zero Watchdog
+	}
 	w.mu.Lock()
-	s := Stats{Events: w.events, Dropped: w.dropped, Pending: len(w.incoming) + len(w.deferred)}
+	s := Stats{Events: w.events, Dropped: w.dropped, Captured: w.captured, Pending: len(w.incoming) + len(w.deferred) + len(w.host),
+		Abandoned: w.abandoned.Load(), Polls: w.polls.Load(), Covers: w.covers.Load()}
 	w.mu.Unlock()
 	w.pollMu.Lock()
 	s.Pending += len(w.pending)
@@ -429,6 +573,9 @@ func (w *Watchdog) Stats() Stats {
 // ctx ends: a wait a hang cannot hold forever. It polls with a backoff
 // from 20 µs to the poll interval.
 func (w *Watchdog) Synchronize(ctx context.Context, s cuda.Stream) error {
+	if w.done == nil {
+		return errors.New("watchdog: Synchronize: the zero Watchdog watches nothing: use Watch")
+	}
 	d := 20 * time.Microsecond
 	var t *time.Timer
 	done := w.done
@@ -470,17 +617,24 @@ func (w *Watchdog) Synchronize(ctx context.Context, s cuda.Stream) error {
 // watchdog (and for a poll of the communicator's asynchronous error in
 // flight, which waits while a call holds the communicator inside NCCL).
 // After a failure it only releases what is left. Idempotent; Err keeps its
-// value.
+// value. On the zero Watchdog it does nothing.
 func (w *Watchdog) Stop() {
+	if w.done == nil {
+		return
+	}
 	w.stopOnce.Do(func() {
 		w.mu.Lock()
 		w.closed = true
 		w.mu.Unlock()
 		w.unregistered.Store(true)
 		unregister(w, true)
+		// A tick under way ends (later ones see unregistered and start no
+		// asynchronous poll); then wait for the poll in flight without
+		// holding pollMu, so that a poller round that reached this
+		// watchdog is not held by it.
 		w.pollMu.Lock()
-		w.asyncRun.Wait()
 		w.pollMu.Unlock()
+		w.asyncRun.Wait()
 		w.mu.Lock()
 		remove := w.remove
 		w.mu.Unlock()
@@ -519,20 +673,24 @@ func (w *Watchdog) isStopped() bool {
 	return w.closed
 }
 
-// destroyEvents destroys every event of the watchdog (Queued must be off).
+// destroyEvents destroys every event of the watchdog (queued must be off).
 // Events still pending on a stream are released by the driver once their
 // work completes.
 func (w *Watchdog) destroyEvents() {
 	w.mu.Lock()
 	evs := w.free
 	for _, en := range w.incoming {
-		evs = append(evs, en.ev)
+		if en.ev != nil && !slices.Contains(evs, en.ev) {
+			evs = append(evs, en.ev)
+		}
 	}
 	w.free, w.incoming, w.deferred = nil, nil, nil
 	w.mu.Unlock()
 	w.pollMu.Lock()
 	for _, en := range w.pending {
-		evs = append(evs, en.ev)
+		if en.ev != nil && !slices.Contains(evs, en.ev) { // entries share events
+			evs = append(evs, en.ev)
+		}
 	}
 	w.pending = nil
 	w.pollMu.Unlock()
@@ -558,13 +716,24 @@ func (w *Watchdog) fail(err error) {
 		trace.Default().RequestDump(ctx, w.opts.Store, reason)
 		cancel()
 	}
-	var exitTimer *time.Timer
-	if w.opts.Exit {
-		exitTimer = time.AfterFunc(10*time.Second, func() {
-			fmt.Fprintf(os.Stderr, "%v (the %s did not return within 10 s; exiting)\n", err, w.opts.Action.verb())
-			os.Exit(w.opts.ExitCode)
+	// With Exit, neither the action nor OnFailure may hold the process:
+	// each has exitGrace, and the message says which one did not return.
+	exitAfter := func(what string) *time.Timer {
+		if !w.opts.Exit {
+			return nil
+		}
+		msg, grace, code := reason, exitGrace, w.opts.ExitCode
+		return time.AfterFunc(grace, func() {
+			fmt.Fprintf(os.Stderr, "%s (%s did not return within %v; exiting)\n", msg, what, grace)
+			os.Exit(code)
 		})
 	}
+	stop := func(t *time.Timer) {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	exitTimer := exitAfter("the " + w.opts.Action.verb())
 	// The error the communicator records as the abort's cause is complete
 	// before the abort; one with the action's failure is a copy.
 	withAction := func(aerr error) error {
@@ -582,12 +751,19 @@ func (w *Watchdog) fail(err error) {
 	}
 	err = withAction(nil)
 	var aerr error
-	switch w.opts.Action {
-	case ActionAbort:
-		aerr = w.c.AbortCause(err)
-	case ActionRevoke:
-		aerr = w.c.Revoke(0)
+	w.actionSince.Store(time.Now().UnixNano()) // the heartbeat monitor watches it
+	if c := w.cw.Value(); c != nil {
+		switch w.opts.Action {
+		case ActionAbort:
+			aerr = c.AbortCause(err)
+		case ActionRevoke:
+			aerr = c.Revoke(0)
+		}
+	} else if w.opts.Action != ActionNone {
+		aerr = errors.New("the communicator was dropped by the program (never destroyed)")
 	}
+	w.actionSince.Store(0)
+	stop(exitTimer)
 	if aerr != nil {
 		err = withAction(aerr)
 	}
@@ -599,10 +775,11 @@ func (w *Watchdog) fail(err error) {
 		w.destroyEvents()
 	}
 	if w.opts.OnFailure != nil {
+		t := exitAfter("OnFailure")
 		w.opts.OnFailure(err)
+		stop(t)
 	}
 	if w.opts.Exit {
-		exitTimer.Stop()
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(w.opts.ExitCode)
 	}

@@ -60,13 +60,13 @@ func waitDone(t *testing.T, w *watchdog.Watchdog, d time.Duration) error {
 	}
 }
 
-// A collective whose GPU work never completes (FAKE_CUDA_EVENT_HANG: the
-// fourth event record hangs) times out: the error names the operation, its
+// A collective whose GPU work never completes (FAKE_CUDA_WORK_HANG: the
+// fourth collective hangs its stream) times out: the error names the operation, its
 // sequence number and the wait; the communicator is aborted, and its later
 // calls wrap the error; the dump names the operation as started and not
 // completed, the ones before as completed.
 func TestTimeoutAborts(t *testing.T) {
-	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_CUDA_EVENT_HANG=3"}}, func(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_CUDA_WORK_HANG=3"}}, func(t *testing.T) {
 		c := oneRank(t, &nccl.Config{CommName: "world"})
 		buf := floats(t, 1024)
 		dir := t.TempDir()
@@ -87,6 +87,13 @@ func TestTimeoutAborts(t *testing.T) {
 			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
 				t.Fatalf("AllReduce %d: %v", i, err)
 			}
+			if i == 2 {
+				// The first three complete before the fourth is queued, so
+				// that the event following the fourth follows no earlier one.
+				for w.Stats().Pending > 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
 		}
 		err = waitDone(t, w, 5*time.Second)
 		took := time.Since(start)
@@ -98,7 +105,7 @@ func TestTimeoutAborts(t *testing.T) {
 		if told != err {
 			t.Errorf("OnFailure got %v, Err %v", told, err)
 		}
-		// The fourth event (#4) hangs.
+		// The fourth collective (#4) hangs.
 		if te.Op.Op != trace.AllReduce || te.Op.Seq != 4 || te.Op.Count != 1024 || te.Op.DataType != trace.Float32 {
 			t.Errorf("timed out on %+v, want AllReduce #4 of 1024 float32", te.Op)
 		}
@@ -280,7 +287,7 @@ func TestActions(t *testing.T) {
 		{watchdog.ActionRevoke, func(err error) bool { return errors.Is(err, nccl.ErrClosed) }, "communicator revoked"},
 	} {
 		t.Run(tc.action.String(), func(t *testing.T) {
-			faketest.Run(t, faketest.Env{Extra: []string{"FAKE_CUDA_EVENT_HANG=0"}}, func(t *testing.T) {
+			faketest.Run(t, faketest.Env{Extra: []string{"FAKE_CUDA_WORK_HANG=0"}}, func(t *testing.T) {
 				c := oneRank(t, nil)
 				defer c.Destroy()
 				buf := floats(t, 4)

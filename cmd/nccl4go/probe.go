@@ -19,6 +19,9 @@ type probeReport struct {
 	Ranks []probeRank `json:"ranks"`
 	// Notes explain the properties a rank could not report, once each.
 	Notes []string `json:"notes,omitempty"`
+	// DevicePaths say which device-API paths this machine can run
+	// (probe_devapi.go).
+	DevicePaths []probePath `json:"device_api_paths"`
 }
 
 type probeNCCL struct {
@@ -117,6 +120,7 @@ func probe(ctx context.Context, n ncclState, devices []int, timeout time.Duratio
 			rep.Notes = append(rep.Notes, note)
 		}
 	}
+	rep.DevicePaths = devicePaths(comms[0])
 	return rep, nil
 }
 
@@ -193,6 +197,7 @@ func printProbe(w io.Writer, rep probeReport) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
+	printPaths(w, rep.DevicePaths)
 	if len(rep.Notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range rep.Notes {

@@ -17,6 +17,7 @@ import (
 // traceCommands are trace's subcommands.
 var traceCommands = []command{
 	{"analyze", "read the flight-recorder dumps of all ranks and say what went wrong", runTraceAnalyze},
+	{"export", "convert the dumps of all ranks for another tool (PyTorch's flight-recorder analyzer)", runTraceExport},
 }
 
 // runTrace is `nccl4go trace <subcommand>`.

@@ -878,3 +878,76 @@ func CuGraphExecDestroy(ctx, e uintptr) int32 {
 func CuGraphDestroy(ctx, g uintptr) int32 {
 	return int32(C.capi_cuGraphDestroy(C.uintptr_t(ctx), C.uintptr_t(g)))
 }
+
+// CuThreadExchangeStreamCaptureMode sets the calling OS thread's stream
+// capture interaction mode (0 global, 1 thread-local, 2 relaxed) and
+// returns the one it had (cuThreadExchangeStreamCaptureMode). The caller
+// keeps its goroutine locked to the thread while the mode matters.
+func CuThreadExchangeStreamCaptureMode(mode int32) (prev int32, r int32) {
+	m := C.int(mode)
+	r = int32(C.capi_cuThreadExchangeStreamCaptureMode(0, &m))
+	return int32(m), r
+}
+
+// vmmProp is a CUmemAllocationProp for pinned memory of device dev, with no
+// shareable handle type (32 bytes).
+func vmmProp(dev int32) [32]byte {
+	var p [32]byte
+	p[0] = 1 // type CU_MEM_ALLOCATION_TYPE_PINNED; requestedHandleTypes 0
+	p[8] = 1 // location.type CU_MEM_LOCATION_TYPE_DEVICE
+	p[12], p[13], p[14], p[15] = byte(dev), byte(dev>>8), byte(dev>>16), byte(dev>>24)
+	return p
+}
+
+// CuMemGetAllocationGranularity is the minimum granularity of pinned
+// memory of device dev (CU_MEM_ALLOC_GRANULARITY_MINIMUM).
+func CuMemGetAllocationGranularity(ctx uintptr, dev int32) (uint64, int32) {
+	p := vmmProp(dev)
+	var g C.size_t
+	r := C.capi_cuMemGetAllocationGranularity(C.uintptr_t(ctx), &g, unsafe.Pointer(&p), 0)
+	return uint64(g), int32(r)
+}
+
+// CuMemCreate makes a physical allocation of size bytes on device dev.
+func CuMemCreate(ctx uintptr, dev int32, size uint64) (uint64, int32) {
+	p := vmmProp(dev)
+	var h C.uint64_t
+	r := C.capi_cuMemCreate(C.uintptr_t(ctx), &h, C.size_t(size), unsafe.Pointer(&p), 0)
+	return uint64(h), int32(r)
+}
+
+// CuMemRelease releases a physical allocation of CuMemCreate.
+func CuMemRelease(ctx uintptr, h uint64) int32 {
+	return int32(C.capi_cuMemRelease(C.uintptr_t(ctx), C.uint64_t(h)))
+}
+
+// CuMemAddressReserve reserves size bytes of device address space.
+func CuMemAddressReserve(ctx uintptr, size, align uint64) (uintptr, int32) {
+	var p C.uintptr_t
+	r := C.capi_cuMemAddressReserve(C.uintptr_t(ctx), &p, C.size_t(size), C.size_t(align), 0, 0)
+	return uintptr(p), int32(r)
+}
+
+// CuMemAddressFree frees address space of CuMemAddressReserve.
+func CuMemAddressFree(ctx, p uintptr, size uint64) int32 {
+	return int32(C.capi_cuMemAddressFree(C.uintptr_t(ctx), C.uintptr_t(p), C.size_t(size)))
+}
+
+// CuMemMap maps the whole physical allocation h (size bytes) at p.
+func CuMemMap(ctx, p uintptr, size uint64, h uint64) int32 {
+	return int32(C.capi_cuMemMap(C.uintptr_t(ctx), C.uintptr_t(p), C.size_t(size), 0, C.uint64_t(h), 0))
+}
+
+// CuMemUnmap unmaps [p, p+size).
+func CuMemUnmap(ctx, p uintptr, size uint64) int32 {
+	return int32(C.capi_cuMemUnmap(C.uintptr_t(ctx), C.uintptr_t(p), C.size_t(size)))
+}
+
+// CuMemSetAccess lets device dev read and write [p, p+size).
+func CuMemSetAccess(ctx, p uintptr, size uint64, dev int32) int32 {
+	var d [12]byte
+	d[0] = 1 // location.type CU_MEM_LOCATION_TYPE_DEVICE
+	d[4], d[5], d[6], d[7] = byte(dev), byte(dev>>8), byte(dev>>16), byte(dev>>24)
+	d[8] = 3 // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+	return int32(C.capi_cuMemSetAccess(C.uintptr_t(ctx), C.uintptr_t(p), C.size_t(size), unsafe.Pointer(&d), 1))
+}

@@ -314,7 +314,38 @@ enum {
 	X(cuGraphInstantiateWithFlags, (uintptr_t * exec, uintptr_t graph, unsigned long long flags), ((void **)exec, (void *)graph, flags)) \
 	X(cuGraphLaunch, (uintptr_t exec, uintptr_t stream), ((void *)exec, (void *)stream))                \
 	X(cuGraphExecDestroy, (uintptr_t exec), ((void *)exec))                                             \
-	X(cuGraphDestroy, (uintptr_t graph), ((void *)graph))
+	X(cuGraphDestroy, (uintptr_t graph), ((void *)graph))                                               \
+	CAPI_CUDA_FUNCS_CAPTURE_VMM(X) \
+	CAPI_CUDA_KERNEL_FUNCS(X)
+
+// Capture interaction mode of the calling thread (CUDA 10.1) and the virtual
+// memory management calls (CUDA 10.2) a test maps memory from several
+// chunks with. prop is a CUmemAllocationProp, desc a CUmemAccessDesc.
+#define CAPI_CUDA_FUNCS_CAPTURE_VMM(X)                                                                      \
+	X(cuThreadExchangeStreamCaptureMode, (int *mode), (mode))                                           \
+	X(cuMemGetAllocationGranularity, (size_t * granularity, const void *prop, int option), (granularity, prop, option)) \
+	X(cuMemCreate, (uint64_t * handle, size_t size, const void *prop, unsigned long long flags), (handle, size, prop, flags)) \
+	X(cuMemRelease, (uint64_t handle), (handle))                                                        \
+	X(cuMemAddressReserve, (uintptr_t * ptr, size_t size, size_t align, uintptr_t addr, unsigned long long flags), (ptr, size, align, addr, flags)) \
+	X(cuMemAddressFree, (uintptr_t ptr, size_t size), (ptr, size))                                      \
+	X(cuMemMap, (uintptr_t ptr, size_t size, size_t offset, uint64_t handle, unsigned long long flags), (ptr, size, offset, handle, flags)) \
+	X(cuMemUnmap, (uintptr_t ptr, size_t size), (ptr, size))                                            \
+	X(cuMemSetAccess, (uintptr_t ptr, size_t size, const void *desc, size_t count), (ptr, size, desc, count))
+
+// Modules, functions and launches (kernel.c, cuda/module.go, cuda/launch.go).
+// cuLaunchKernelEx (CUDA 12.0) and cuFuncGetParamInfo (12.4) may be missing:
+// their trampolines then return CAPI_MISSING.
+#define CAPI_CUDA_KERNEL_FUNCS(X)                                                                           \
+	X(cuModuleLoadDataEx, (uintptr_t * mod, const void *image, unsigned int n, int *opts, void **vals), ((void **)mod, image, n, opts, vals)) \
+	X(cuModuleUnload, (uintptr_t mod), ((void *)mod))                                                   \
+	X(cuModuleGetFunction, (uintptr_t * fn, uintptr_t mod, const char *name), ((void **)fn, (void *)mod, name)) \
+	X(cuFuncGetAttribute, (int *value, int attr, uintptr_t fn), (value, attr, (void *)fn))             \
+	X(cuFuncSetAttribute, (uintptr_t fn, int attr, int value), ((void *)fn, attr, value))              \
+	X(cuFuncGetParamInfo, (uintptr_t fn, size_t index, size_t *offset, size_t *size), ((void *)fn, index, offset, size)) \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor, (int *blocks, uintptr_t fn, int blockSize, size_t smem), (blocks, (void *)fn, blockSize, smem)) \
+	X(cuLaunchKernel, (uintptr_t fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem, uintptr_t stream, void **params, void **extra), ((void *)fn, gx, gy, gz, bx, by, bz, smem, (void *)stream, params, extra)) \
+	X(cuLaunchCooperativeKernel, (uintptr_t fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem, uintptr_t stream, void **params), ((void *)fn, gx, gy, gz, bx, by, bz, smem, (void *)stream, params)) \
+	X(cuLaunchKernelEx, (const void *config, uintptr_t fn, void **params, void **extra), (config, (void *)fn, params, extra))
 
 // CUDA functions resolved but called only from inside the shim.
 #define CAPI_CUDA_INTERNAL_FUNCS(X) \

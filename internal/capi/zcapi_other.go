@@ -578,6 +578,55 @@ func CuGraphDestroy(ctx, g uintptr) int32 {
 	return NotLoaded
 }
 
+// CuThreadExchangeStreamCaptureMode sets the calling OS thread's stream
+// capture interaction mode (0 global, 1 thread-local, 2 relaxed) and
+// returns the one it had (cuThreadExchangeStreamCaptureMode). The caller
+// keeps its goroutine locked to the thread while the mode matters.
+func CuThreadExchangeStreamCaptureMode(mode int32) (prev int32, r int32) {
+	return *new(int32), NotLoaded
+}
+
+// CuMemGetAllocationGranularity is the minimum granularity of pinned
+// memory of device dev (CU_MEM_ALLOC_GRANULARITY_MINIMUM).
+func CuMemGetAllocationGranularity(ctx uintptr, dev int32) (uint64, int32) {
+	return *new(uint64), NotLoaded
+}
+
+// CuMemCreate makes a physical allocation of size bytes on device dev.
+func CuMemCreate(ctx uintptr, dev int32, size uint64) (uint64, int32) {
+	return *new(uint64), NotLoaded
+}
+
+// CuMemRelease releases a physical allocation of CuMemCreate.
+func CuMemRelease(ctx uintptr, h uint64) int32 {
+	return NotLoaded
+}
+
+// CuMemAddressReserve reserves size bytes of device address space.
+func CuMemAddressReserve(ctx uintptr, size, align uint64) (uintptr, int32) {
+	return *new(uintptr), NotLoaded
+}
+
+// CuMemAddressFree frees address space of CuMemAddressReserve.
+func CuMemAddressFree(ctx, p uintptr, size uint64) int32 {
+	return NotLoaded
+}
+
+// CuMemMap maps the whole physical allocation h (size bytes) at p.
+func CuMemMap(ctx, p uintptr, size uint64, h uint64) int32 {
+	return NotLoaded
+}
+
+// CuMemUnmap unmaps [p, p+size).
+func CuMemUnmap(ctx, p uintptr, size uint64) int32 {
+	return NotLoaded
+}
+
+// CuMemSetAccess lets device dev read and write [p, p+size).
+func CuMemSetAccess(ctx, p uintptr, size uint64, dev int32) int32 {
+	return NotLoaded
+}
+
 // CommQueryProperties calls ncclCommQueryProperties declaring version, with
 // the 40-byte 2.29.2 layout (narrow) or the 56-byte 2.29.7 layout.
 func CommQueryProperties(comm uintptr, version uint32, narrow bool) (Props, Status) {

@@ -358,6 +358,10 @@ func build(variant string) (string, error) {
 	switch {
 	case variant == "cuda":
 		src = "fakecuda.c"
+	case variant == "nvrtc":
+		src = "fakenvrtc.c"
+	case variant == "nvjitlink":
+		src = "fakenvjitlink.c"
 	case variant == "nccl-notnccl":
 		flags = append(flags, "-DFAKE_NOT_NCCL")
 	default:

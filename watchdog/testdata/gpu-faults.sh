@@ -4,7 +4,7 @@
 #   go test -c -o .gpu/watchdog.test ./watchdog
 #   go build -o .gpu/recover ./examples/recover && go build -o .gpu/nccl4go ./cmd/nccl4go
 # then run on the GPU machine, from the repository root: sh watchdog/testdata/gpu-faults.sh
-# Passing: every test PASS (none SKIP), the benchmark's added-ns/op <= 300,
+# Passing: every test PASS (none SKIP), the benchmark's added-ns/op <= 60,
 # and the example's surviving ranks print "recovered" and "40 steps done, the last on 2 ranks".
 set -e
 cd "$(dirname "$0")/../.."

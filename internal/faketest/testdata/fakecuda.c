@@ -26,6 +26,33 @@
 //                      (a hung kernel, for watchdog tests; cuEventSynchronize
 //                      still returns at once, since a test cannot use a wait
 //                      that never returns). Read at the first cuEventRecord.
+//   FAKE_CUDA_WORK_HANG n: the work the fake NCCL enqueues (one per collective or
+//                      point-to-point call, counted in the process through
+//                      fakecuda_stream_device) after the n-th hangs its stream:
+//                      every event recorded on that stream later never
+//                      completes, as behind a kernel that never ends. Work
+//                      on a capturing stream is captured, not counted.
+//   FAKE_CUDA_QUERY_HANG 1: cuEventQuery never returns (a wedged driver, for
+//                      the watchdog's heartbeat monitor).
+//   FAKE_CUDA_CAPTURE_RULES 1: the driver's stream-capture rules, as measured
+//                      on an H200 (driver 580, CUDA 13.0), for thread B
+//                      querying or synchronizing an event or a stream while
+//                      thread A captures:
+//                        - an event last recorded inside a capture: 907
+//                          (CUDA_ERROR_CAPTURED_EVENT), and that capture is
+//                          invalidated (EndCapture returns 901);
+//                        - anything else, while a capture is under way that
+//                          the calling thread's capture interaction mode
+//                          forbids (cuThreadExchangeStreamCaptureMode; global
+//                          by default: a CaptureGlobal capture of another
+//                          thread, or any non-relaxed capture of its own):
+//                          900 (STREAM_CAPTURE_UNSUPPORTED), and that capture
+//                          is invalidated; 0 under a CaptureThreadLocal or
+//                          CaptureRelaxed capture of another thread, or when
+//                          the calling thread's mode is relaxed.
+//                      cuPointerGetAttribute is a query of the driver's
+//                      own records, not of work, and is allowed (the GPU
+//                      test checks the real driver agrees).
 //
 // Helpers for the fake NCCL (fakenccl.c), which finds them with
 // dlopen(NCCL4GO_CUDA_LIBRARY, RTLD_NOLOAD) and dlsym, are the fakecuda_*
@@ -37,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -79,6 +107,9 @@ struct context {
 static struct context contexts[MAX_DEVICES];
 
 static __thread struct context *current; // the thread's current context
+static __thread int capture_mode;        // the thread's capture interaction mode (0: global)
+static int capture_rules;                // FAKE_CUDA_CAPTURE_RULES
+static int query_hang;                   // FAKE_CUDA_QUERY_HANG
 
 static struct context *lookup_context(void *h) {
 	for (int i = 0; i < ndevices; i++) {
@@ -104,6 +135,8 @@ EXPORT int cuInit(unsigned int flags) {
 		n = MAX_DEVICES;
 	}
 	cc = env_int("FAKE_CUDA_CC", 90);
+	capture_rules = env_int("FAKE_CUDA_CAPTURE_RULES", 0) == 1;
+	query_hang = env_int("FAKE_CUDA_QUERY_HANG", 0) == 1;
 	const char *mem = getenv("FAKE_CUDA_MEM");
 	if (mem && *mem) {
 		memory_per_device = strtoull(mem, NULL, 10);
@@ -414,6 +447,7 @@ struct allocation {
 	size_t size;
 	int device;
 	int vmm; // made by fakecuda_alloc for ncclMemAlloc (cuMem-backed in real NCCL)
+	int mapped; // a chunk mapped by cuMemMap into reserved address space (freed by cuMemUnmap)
 	struct allocation *next;
 };
 
@@ -446,7 +480,7 @@ static int alloc_locked(uintptr_t *out, size_t bytes, size_t align, int device, 
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	memset(p, 0xcd, rounded); // "uninitialized" memory is not zero
-	*a = (struct allocation){(uintptr_t)p, bytes, device, vmm, allocations};
+	*a = (struct allocation){(uintptr_t)p, bytes, device, vmm, 0, allocations};
 	allocations = a;
 	used[device] += bytes;
 	*out = (uintptr_t)p;
@@ -457,7 +491,7 @@ static int free_locked(uintptr_t p, int vmm) {
 	for (struct allocation **pa = &allocations; *pa; pa = &(*pa)->next) {
 		struct allocation *a = *pa;
 		if (a->base == p) {
-			if (a->vmm != vmm) {
+			if (a->vmm != vmm || a->mapped) {
 				return CUDA_ERROR_INVALID_VALUE; // freed with the wrong allocator
 			}
 			*pa = a->next;
@@ -504,20 +538,183 @@ EXPORT int cuMemGetInfo_v2(size_t *freeBytes, size_t *totalBytes) {
 	return CUDA_SUCCESS;
 }
 
-// check_range reports whether [p, p+n) is device memory; n == 0 is always fine.
+// check_range reports whether [p, p+n) is device memory, possibly of
+// several chunks mapped side by side (cuMemMap); n == 0 is always fine.
 static int check_range(uintptr_t p, size_t n) {
-	if (n == 0) {
-		return 1;
-	}
 	pthread_mutex_lock(&mu);
-	int ok = find_locked(p, n) != NULL;
+	int ok = 1;
+	while (n > 0) {
+		struct allocation *a = find_locked(p, 1);
+		if (!a) {
+			ok = 0;
+			break;
+		}
+		size_t k = a->size - (p - a->base);
+		k = k < n ? k : n;
+		p += k;
+		n -= k;
+	}
 	pthread_mutex_unlock(&mu);
 	return ok;
 }
 
 // ---------------------------------------------------------------------------
+// Virtual memory management: cuMemAddressReserve takes host memory for the
+// whole range; cuMemMap makes each mapped chunk an allocation of its own
+// (what cuPointerGetAttribute's range attributes then report), backed by
+// the reserved memory, so that chunks mapped side by side are contiguous.
+
+enum { VMM_GRANULARITY = 2 << 20 };
+
+struct phys {
+	size_t size;
+	int device;
+	int alive;
+};
+
+struct reservation {
+	uintptr_t base;
+	size_t size;
+	struct reservation *next;
+};
+
+static struct reservation *reservations;
+
+EXPORT int cuMemGetAllocationGranularity(size_t *g, const void *prop, int option) {
+	REQUIRE_INIT();
+	(void)option;
+	if (!g || !prop) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	*g = VMM_GRANULARITY;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuMemCreate(unsigned long long *handle, size_t size, const void *prop, unsigned long long flags) {
+	REQUIRE_INIT();
+	if (!handle || !prop || flags || size == 0 || size % VMM_GRANULARITY) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	int dev = ((const int *)prop)[3]; // location.id
+	if (((const int *)prop)[0] != 1 || ((const int *)prop)[2] != 1 || dev < 0 || dev >= ndevices) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct phys *ph = calloc(1, sizeof *ph);
+	if (!ph) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*ph = (struct phys){size, dev, 1};
+	*handle = (unsigned long long)(uintptr_t)ph;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuMemRelease(unsigned long long handle) {
+	REQUIRE_INIT();
+	struct phys *ph = (struct phys *)(uintptr_t)handle;
+	if (!ph || !ph->alive) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	ph->alive = 0; // never freed: a stale handle stays recognisable
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuMemAddressReserve(uintptr_t *ptr, size_t size, size_t align, uintptr_t addr, unsigned long long flags) {
+	REQUIRE_INIT();
+	(void)addr;
+	if (!ptr || size == 0 || size % VMM_GRANULARITY || flags) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	align = align > VMM_GRANULARITY ? align : VMM_GRANULARITY;
+	void *p = aligned_alloc(align, size);
+	struct reservation *rv = malloc(sizeof *rv);
+	if (!p || !rv) {
+		free(p);
+		free(rv);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_lock(&mu);
+	*rv = (struct reservation){(uintptr_t)p, size, reservations};
+	reservations = rv;
+	pthread_mutex_unlock(&mu);
+	*ptr = (uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuMemAddressFree(uintptr_t ptr, size_t size) {
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	int r = CUDA_ERROR_INVALID_VALUE;
+	for (struct reservation **pr = &reservations; *pr; pr = &(*pr)->next) {
+		struct reservation *rv = *pr;
+		if (rv->base == ptr && rv->size == size && !find_locked(ptr, 1)) {
+			*pr = rv->next;
+			free((void *)rv->base);
+			free(rv);
+			r = CUDA_SUCCESS;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuMemMap(uintptr_t ptr, size_t size, size_t offset, unsigned long long handle, unsigned long long flags) {
+	REQUIRE_INIT();
+	struct phys *ph = (struct phys *)(uintptr_t)handle;
+	if (!ph || !ph->alive || offset || flags || size != ph->size) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	int in = 0;
+	for (struct reservation *rv = reservations; rv; rv = rv->next) {
+		in |= ptr >= rv->base && ptr - rv->base <= rv->size && size <= rv->size - (ptr - rv->base);
+	}
+	int r = CUDA_ERROR_INVALID_VALUE;
+	struct allocation *a = NULL;
+	if (in && !find_locked(ptr, 1) && !find_locked(ptr + size - 1, 1) && (a = malloc(sizeof *a))) {
+		*a = (struct allocation){ptr, size, ph->device, 0, 1, allocations};
+		allocations = a;
+		r = CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuMemSetAccess(uintptr_t ptr, size_t size, const void *desc, size_t count) {
+	REQUIRE_INIT();
+	if (!desc || count == 0) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return check_range(ptr, size) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT int cuMemUnmap(uintptr_t ptr, size_t size) {
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mu);
+	int r = CUDA_ERROR_INVALID_VALUE;
+	for (struct allocation **pa = &allocations; *pa;) {
+		struct allocation *a = *pa;
+		if (a->mapped && a->base >= ptr && a->base - ptr < size) {
+			*pa = a->next;
+			free(a);
+			r = CUDA_SUCCESS;
+			continue;
+		}
+		pa = &a->next;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+// ---------------------------------------------------------------------------
 // Streams and events. Handles are never freed, so that a destroyed one is
 // still recognised.
+
+struct event;
+// Capture state and rules (defined with the graphs; mu held).
+static unsigned long long capturing_locked(void *stream);
+static int capture_forbids_locked(unsigned long long captured);
+static void event_on_stream_locked(struct event *e, void *stream, int device);
 
 struct stream {
 	int device;
@@ -580,28 +777,35 @@ EXPORT int cuStreamDestroy_v2(void *stream) {
 	return r;
 }
 
-// The legacy default stream (0) needs a current context.
-EXPORT int cuStreamSynchronize(void *stream) {
+// stream_wait is cuStreamSynchronize and cuStreamQuery: the legacy default
+// stream (0) needs a current context; under FAKE_CUDA_CAPTURE_RULES the
+// capture rules apply.
+static int stream_wait(void *stream) {
 	REQUIRE_INIT();
 	if (!stream && !current) {
 		return CUDA_ERROR_INVALID_CONTEXT;
 	}
-	return check_stream(stream);
+	int r = check_stream(stream);
+	if (r == CUDA_SUCCESS) {
+		pthread_mutex_lock(&mu);
+		unsigned long long id = capture_rules ? capturing_locked(stream) : 0;
+		// Waiting on a capturing stream is always forbidden: its own capture breaks.
+		r = capture_forbids_locked(id);
+		pthread_mutex_unlock(&mu);
+	}
+	return r;
 }
 
-EXPORT int cuStreamQuery(void *stream) {
-	REQUIRE_INIT();
-	if (!stream && !current) {
-		return CUDA_ERROR_INVALID_CONTEXT;
-	}
-	return check_stream(stream);
-}
+EXPORT int cuStreamSynchronize(void *stream) { return stream_wait(stream); }
+
+EXPORT int cuStreamQuery(void *stream) { return stream_wait(stream); }
 
 struct event {
 	int device;
 	unsigned int flags;
 	int alive;
 	int recorded;
+	unsigned long long captured; // id of the capture its last record was made in; 0: none
 	struct timespec when;
 	struct event *next;
 };
@@ -668,10 +872,11 @@ EXPORT int cuEventRecord(void *event, void *stream) {
 		r = CUDA_ERROR_INVALID_CONTEXT;
 	} else if ((s ? s->device : current->device) != e->device) {
 		r = CUDA_ERROR_INVALID_HANDLE;
-	} else {
+	} else if ((e->captured = capture_rules ? capturing_locked(stream) : 0) == 0) {
 		clock_gettime(CLOCK_MONOTONIC, &e->when);
 		e->recorded = 1;
 		event_hang_note_locked(e);
+		event_on_stream_locked(e, stream, s ? s->device : current->device);
 	}
 	pthread_mutex_unlock(&mu);
 	return r;
@@ -681,15 +886,22 @@ EXPORT int cuEventSynchronize(void *event) {
 	REQUIRE_INIT();
 	pthread_mutex_lock(&mu);
 	struct event *e = lookup_event_locked(event);
+	int r = !e ? CUDA_ERROR_INVALID_HANDLE : capture_forbids_locked(e->captured);
 	pthread_mutex_unlock(&mu);
-	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	return r;
 }
 
 EXPORT int cuEventQuery(void *event) {
 	REQUIRE_INIT();
+	while (query_hang) {
+		sleep(1);
+	}
 	pthread_mutex_lock(&mu);
 	struct event *e = lookup_event_locked(event);
-	int r = !e ? CUDA_ERROR_INVALID_HANDLE : event_hung_locked(e) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	int r = !e ? CUDA_ERROR_INVALID_HANDLE : capture_forbids_locked(e->captured);
+	if (r == CUDA_SUCCESS && event_hung_locked(e)) {
+		r = CUDA_ERROR_NOT_READY;
+	}
 	pthread_mutex_unlock(&mu);
 	return r;
 }
@@ -869,13 +1081,17 @@ EXPORT int fakecuda_memory(uintptr_t p, size_t n, int *device, int *vmm, uintptr
 
 // fakecuda_stream_device is the device of a live stream, -1 for the legacy
 // default stream (0), or -2 for an unknown or destroyed stream.
+// The fake NCCL calls it once per collective or point-to-point call: it is
+// the work FAKE_CUDA_WORK_HANG counts.
+static void work_note_locked(void *stream, int device);
+
 EXPORT int fakecuda_stream_device(void *stream) {
-	if (!stream) {
-		return -1;
-	}
 	pthread_mutex_lock(&mu);
-	struct stream *s = lookup_stream_locked(stream);
-	int d = (s && s->alive) ? s->device : -2;
+	struct stream *s = stream ? lookup_stream_locked(stream) : NULL;
+	int d = !stream ? -1 : (s && s->alive) ? s->device : -2;
+	if (d != -2) {
+		work_note_locked(stream, d); // the legacy default streams of all devices count as one
+	}
 	pthread_mutex_unlock(&mu);
 	return d;
 }
@@ -913,6 +1129,9 @@ EXPORT int fakecuda_free(uintptr_t ptr) {
 enum {
 	CUDA_ERROR_ILLEGAL_STATE_ = 401,
 	CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED_ = 900,
+	CUDA_ERROR_STREAM_CAPTURE_INVALIDATED_ = 901,
+	CUDA_ERROR_CAPTURED_EVENT_ = 907,
+	CAPTURE_MODE_GLOBAL_ = 0,
 	CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD_ = 908,
 	CAPTURE_MODE_RELAXED_ = 2,
 };
@@ -920,6 +1139,7 @@ enum {
 struct capture {
 	void *stream;
 	int active;
+	int invalidated; // a forbidden call broke it: EndCapture returns 901
 	int mode;
 	unsigned long long id;
 	pthread_t thread;
@@ -999,6 +1219,7 @@ EXPORT int cuStreamBeginCapture_v2(void *stream, int mode) {
 		captures = c;
 	}
 	c->active = 1;
+	c->invalidated = 0;
 	c->mode = mode;
 	c->id = ++capture_ids;
 	c->thread = pthread_self();
@@ -1022,6 +1243,9 @@ EXPORT int cuStreamEndCapture(void *stream, void **graph) {
 		r = CUDA_ERROR_ILLEGAL_STATE_;
 	} else if (c->mode != CAPTURE_MODE_RELAXED_ && !pthread_equal(c->thread, pthread_self())) {
 		r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD_;
+	} else if (c->invalidated) {
+		c->active = 0; // the capture ends, with no graph
+		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED_;
 	} else {
 		struct stream *s = lookup_stream_locked(stream);
 		struct fake_graph *g = new_graph_locked(0, s ? s->device : 0);
@@ -1050,7 +1274,8 @@ EXPORT int cuStreamIsCapturing(void *stream, int *status) {
 	}
 	pthread_mutex_lock(&mu);
 	struct capture *c = stream ? lookup_capture_locked(stream) : NULL;
-	*status = (c && c->active) ? 1 : 0; // CU_STREAM_CAPTURE_STATUS_ACTIVE, _NONE
+	// CU_STREAM_CAPTURE_STATUS_INVALIDATED, _ACTIVE, _NONE
+	*status = (c && c->active) ? (c->invalidated ? 2 : 1) : 0;
 	pthread_mutex_unlock(&mu);
 	return CUDA_SUCCESS;
 }
@@ -1078,6 +1303,58 @@ EXPORT int cuStreamGetCaptureInfo_v3(void *stream, int *status, unsigned long lo
 				     const void **deps, const void **edges, size_t *ndeps) {
 	(void)graph, (void)deps, (void)edges, (void)ndeps;
 	return capture_info(stream, status, id);
+}
+
+// capturing_locked is the id of the capture under way on stream (the legacy
+// default stream is never captured), or 0.
+static unsigned long long capturing_locked(void *stream) {
+	struct capture *c = stream ? lookup_capture_locked(stream) : NULL;
+	return (c && c->active) ? c->id : 0;
+}
+
+// capture_forbids_locked applies FAKE_CUDA_CAPTURE_RULES to a query or wait
+// of the calling thread on an event last recorded in capture captured (0:
+// none) or on a stream capturing in it: it returns 0 when allowed, else the
+// error, invalidating the captures concerned.
+static int capture_forbids_locked(unsigned long long captured) {
+	if (!capture_rules) {
+		return CUDA_SUCCESS;
+	}
+	int r = CUDA_SUCCESS;
+	for (struct capture *c = captures; c; c = c->next) {
+		if (!c->active) {
+			continue;
+		}
+		if (captured && c->id == captured) {
+			c->invalidated = 1;
+			return CUDA_ERROR_CAPTURED_EVENT_;
+		}
+		int own = pthread_equal(c->thread, pthread_self());
+		int forbidden = capture_mode != CAPTURE_MODE_RELAXED_ &&
+				((own && c->mode != CAPTURE_MODE_RELAXED_) ||
+				 (!own && c->mode == CAPTURE_MODE_GLOBAL_ && capture_mode == CAPTURE_MODE_GLOBAL_));
+		if (forbidden) {
+			c->invalidated = 1;
+			r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED_;
+		}
+	}
+	if (captured && r == CUDA_SUCCESS) {
+		r = CUDA_ERROR_CAPTURED_EVENT_; // its capture has ended: the record is the graph's
+	}
+	return r;
+}
+
+// cuThreadExchangeStreamCaptureMode swaps the calling thread's capture
+// interaction mode.
+EXPORT int cuThreadExchangeStreamCaptureMode(int *mode) {
+	REQUIRE_INIT();
+	if (!mode || *mode < 0 || *mode > CAPTURE_MODE_RELAXED_) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	int old = capture_mode;
+	capture_mode = *mode;
+	*mode = old;
+	return CUDA_SUCCESS;
 }
 
 EXPORT int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
@@ -1180,4 +1457,531 @@ static int event_hung_locked(struct event *e) {
 		}
 	}
 	return 0;
+}
+
+// ---------------------------------------------------------------------------
+// FAKE_CUDA_WORK_HANG: the work after the n-th hangs its stream; events
+// recorded on a hung stream join the hung events (mu held).
+
+static struct {
+	int read;
+	long after; // < 0: the knob is unset
+	long work;
+	struct {
+		void *stream; // NULL: the legacy default stream (of any device)
+		int device;
+	} hung[64];
+	int n;
+} work_hang = {.after = -1};
+
+static void work_note_locked(void *stream, int device) {
+	if (!work_hang.read) {
+		const char *s = getenv("FAKE_CUDA_WORK_HANG");
+		work_hang.after = (s && *s) ? atol(s) : -1;
+		work_hang.read = 1;
+	}
+	if (work_hang.after < 0 || capturing_locked(stream) || ++work_hang.work <= work_hang.after) {
+		return;
+	}
+	for (int i = 0; i < work_hang.n; i++) {
+		if (work_hang.hung[i].stream == stream) {
+			return;
+		}
+	}
+	if (work_hang.n < 64) {
+		work_hang.hung[work_hang.n].stream = stream;
+		work_hang.hung[work_hang.n].device = device;
+		work_hang.n++;
+	}
+}
+
+static void event_on_stream_locked(struct event *e, void *stream, int device) {
+	for (int i = 0; i < work_hang.n; i++) {
+		if (work_hang.hung[i].stream == stream) {
+			if (event_hung_locked(e)) {
+				return;
+			}
+			if (event_hang.n == event_hang.cap) {
+				size_t cap = event_hang.cap ? 2 * event_hang.cap : 16;
+				struct event **p = realloc(event_hang.hung, cap * sizeof *p);
+				if (!p) {
+					return;
+				}
+				event_hang.hung = p;
+				event_hang.cap = cap;
+			}
+			event_hang.hung[event_hang.n++] = e;
+			return;
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Modules, functions and launches (helper kern: cuda/module.go, launch.go).
+//
+// A fake module is text: a first line holding "FAKECUBIN" or "FAKEPTX"
+// (what the fake NVRTC writes; "// FAKEPTX" in real PTX, which then loads on
+// both), then lines
+//   kernel NAME [SIZES [BEHAVIOUR]]   (or "// kernel ...")
+// where SIZES lists the parameters' sizes in bytes ("4,8,8,4"; "-" for
+// none) and BEHAVIOUR is what a launch does on the host:
+//   saxpy  (float a, const float *x, float *y, int n): y[i] = a*x[i] + y[i]
+//          for i < min(n, threads)
+//   echo   (void *out, ...): writes every parameter's bytes, at the offsets
+//          cuFuncGetParamInfo reports, to out (so tests see the marshalling)
+//   count  (int *counter, ...): adds 1 to *counter
+// A kernel without SIZES has no parameter information (cuFuncGetParamInfo
+// returns CUDA_ERROR_NOT_SUPPORTED) and a launch of it does nothing.
+// Anything else fails to load with CUDA_ERROR_INVALID_IMAGE and a JIT log.
+// As on a GPU, a launch on a stream being captured does not run: it is
+// recorded (here: counted), and a graph launch does not replay it.
+// Launch checks: a live function of a live module of the current context's
+// device, grid and block dimensions >= 1, at most 1024 threads a block,
+// dynamic shared memory within the function's maximum (48 KiB unless
+// raised with cuFuncSetAttribute, at most 227 KiB), a cooperative grid that
+// fits on the device at once, cluster dimensions only on compute
+// capability 9.0 and newer and dividing the grid.
+
+enum {
+	CUDA_ERROR_INVALID_IMAGE_ = 200,
+	CUDA_ERROR_ILLEGAL_ADDRESS_ = 700,
+	CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES_ = 701,
+	CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE_ = 720,
+	CUDA_ERROR_NOT_SUPPORTED_ = 801,
+	FAKE_MAX_PARAMS = 64,
+	FAKE_DEFAULT_DYN_SMEM = 48 * 1024,
+	FAKE_MAX_DYN_SMEM = 227 * 1024,
+};
+
+struct fake_function {
+	struct fake_module *mod;
+	char name[128];
+	int nparams; // -1: no parameter information
+	size_t sizes[FAKE_MAX_PARAMS];
+	size_t offsets[FAKE_MAX_PARAMS];
+	char behaviour[16];
+	int max_dyn_smem;
+	struct fake_function *next;
+};
+
+struct fake_module {
+	int alive;
+	int device;
+	struct fake_function *funcs;
+	struct fake_module *next;
+};
+
+static struct fake_module *modules;
+static long captured_launches;
+
+static struct fake_function *lookup_function_locked(void *h) {
+	for (struct fake_module *m = modules; m; m = m->next) {
+		for (struct fake_function *f = m->funcs; f; f = f->next) {
+			if ((void *)f == h) {
+				return m->alive ? f : NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+static void jit_log(unsigned n, int *opts, void **vals, const char *msg) {
+	char *buf = NULL;
+	size_t len = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (opts[i] == 5) {
+			buf = vals[i];
+		} else if (opts[i] == 6) {
+			len = (size_t)(uintptr_t)vals[i];
+		}
+	}
+	if (buf && len) {
+		snprintf(buf, len, "%s", msg);
+	}
+}
+
+static int parse_kernel_line(struct fake_module *m, const char *line) {
+	struct fake_function *f = calloc(1, sizeof *f);
+	if (!f) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	char sizes[512] = "";
+	if (sscanf(line, "kernel %127s %511s %15s", f->name, sizes, f->behaviour) < 1) {
+		free(f);
+		return CUDA_ERROR_INVALID_IMAGE_;
+	}
+	f->nparams = -1;
+	if (sizes[0] == '-') {
+		f->nparams = 0;
+	} else if (sizes[0]) {
+		f->nparams = 0;
+		size_t off = 0;
+		for (char *p = sizes; *p && f->nparams < FAKE_MAX_PARAMS;) {
+			size_t s = strtoul(p, &p, 10);
+			// The alignment a C type of that size has at most: its
+			// lowest set bit, up to 8 (a struct of three ints: 4).
+			size_t align = s & (~s + 1);
+			if (align > 8 || align == 0) {
+				align = 8;
+			}
+			off = (off + align - 1) / align * align;
+			f->sizes[f->nparams] = s;
+			f->offsets[f->nparams] = off;
+			f->nparams++;
+			off += s;
+			if (*p == ',') {
+				p++;
+			}
+		}
+	}
+	f->max_dyn_smem = FAKE_DEFAULT_DYN_SMEM;
+	f->mod = m;
+	f->next = m->funcs;
+	m->funcs = f;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuModuleLoadDataEx(void **module, const void *image, unsigned int n, int *opts, void **vals) {
+	REQUIRE_CONTEXT();
+	if (!module || !image || (n && (!opts || !vals))) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	const char *text = image;
+	size_t first = strcspn(text, "\n");
+	char head[256];
+	snprintf(head, sizeof head, "%.*s", (int)(first < 255 ? first : 255), text);
+	if (!strstr(head, "FAKECUBIN") && !strstr(head, "FAKEPTX")) {
+		jit_log(n, opts, vals, "fakecuda: not a fake module (FAKECUBIN or FAKEPTX)");
+		return CUDA_ERROR_INVALID_IMAGE_;
+	}
+	struct fake_module *m = calloc(1, sizeof *m);
+	if (!m) {
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->alive = 1;
+	m->device = current->device;
+	for (const char *p = strchr(text, '\n'); p && *p; p = strchr(p, '\n')) {
+		p++;
+		if (strncmp(p, "// kernel ", 10) == 0) {
+			p += 3; // a kernel line inside a PTX comment
+		}
+		if (strncmp(p, "kernel ", 7) == 0) {
+			char line[1024];
+			size_t len = strcspn(p, "\n");
+			if (len >= sizeof line) {
+				len = sizeof line - 1;
+			}
+			memcpy(line, p, len);
+			line[len] = 0;
+			int r = parse_kernel_line(m, line);
+			if (r) {
+				jit_log(n, opts, vals, "fakecuda: bad kernel line");
+				return r;
+			}
+		}
+	}
+	pthread_mutex_lock(&mu);
+	m->next = modules;
+	modules = m;
+	pthread_mutex_unlock(&mu);
+	*module = m;
+	return CUDA_SUCCESS;
+}
+
+EXPORT int cuModuleUnload(void *module) {
+	REQUIRE_CONTEXT();
+	pthread_mutex_lock(&mu);
+	int r = CUDA_ERROR_INVALID_HANDLE;
+	for (struct fake_module *m = modules; m; m = m->next) {
+		if ((void *)m == module && m->alive) {
+			m->alive = 0;
+			r = CUDA_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuModuleGetFunction(void **fn, void *module, const char *name) {
+	REQUIRE_CONTEXT();
+	if (!fn || !name) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	int r = CUDA_ERROR_INVALID_HANDLE;
+	for (struct fake_module *m = modules; m; m = m->next) {
+		if ((void *)m == module && m->alive) {
+			r = CUDA_ERROR_NOT_FOUND;
+			for (struct fake_function *f = m->funcs; f; f = f->next) {
+				if (strcmp(f->name, name) == 0) {
+					*fn = f;
+					r = CUDA_SUCCESS;
+					break;
+				}
+			}
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuFuncGetAttribute(int *value, int attr, void *fn) {
+	REQUIRE_CONTEXT();
+	if (!value) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	struct fake_function *f = lookup_function_locked(fn);
+	int r = f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (f) {
+		switch (attr) {
+		case 0: // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+			*value = 1024;
+			break;
+		case 4: // NUM_REGS
+			*value = 32;
+			break;
+		case 8: // MAX_DYNAMIC_SHARED_SIZE_BYTES
+			*value = f->max_dyn_smem;
+			break;
+		case 1: // SHARED_SIZE_BYTES
+		case 2: // CONST_SIZE_BYTES
+		case 3: // LOCAL_SIZE_BYTES
+			*value = 0;
+			break;
+		case 5: // PTX_VERSION
+		case 6: // BINARY_VERSION
+			*value = cc;
+			break;
+		default:
+			r = CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuFuncSetAttribute(void *fn, int attr, int value) {
+	REQUIRE_CONTEXT();
+	pthread_mutex_lock(&mu);
+	struct fake_function *f = lookup_function_locked(fn);
+	int r = f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (f) {
+		if (attr != 8 || value < 0 || value > FAKE_MAX_DYN_SMEM) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			f->max_dyn_smem = value;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+EXPORT int cuFuncGetParamInfo(void *fn, size_t index, size_t *offset, size_t *size) {
+	REQUIRE_CONTEXT();
+	pthread_mutex_lock(&mu);
+	struct fake_function *f = lookup_function_locked(fn);
+	int r = CUDA_ERROR_INVALID_HANDLE;
+	if (f) {
+		if (f->nparams < 0) {
+			r = CUDA_ERROR_NOT_SUPPORTED_;
+		} else if (index >= (size_t)f->nparams) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			if (offset) {
+				*offset = f->offsets[index];
+			}
+			if (size) {
+				*size = f->sizes[index];
+			}
+			r = CUDA_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+static int fake_blocks_per_sm(int block, size_t smem) {
+	if (block <= 0 || block > 1024) {
+		return 0;
+	}
+	int by_threads = 2048 / block;
+	int by_smem = smem ? (int)(228 * 1024 / smem) : 32;
+	int n = by_threads < by_smem ? by_threads : by_smem;
+	return n < 32 ? n : 32;
+}
+
+EXPORT int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *fn, int blockSize, size_t smem) {
+	REQUIRE_CONTEXT();
+	if (!blocks || blockSize <= 0) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	struct fake_function *f = lookup_function_locked(fn);
+	pthread_mutex_unlock(&mu);
+	if (!f) {
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	*blocks = (smem > (size_t)f->max_dyn_smem) ? 0 : fake_blocks_per_sm(blockSize, smem);
+	return CUDA_SUCCESS;
+}
+
+static int fake_run(struct fake_function *f, unsigned long long threads, void **params) {
+	if (f->nparams <= 0 || !params) {
+		return f->nparams > 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	}
+	if (strcmp(f->behaviour, "saxpy") == 0 && f->nparams == 4) {
+		float a = *(float *)params[0];
+		float *x = *(float **)params[1], *y = *(float **)params[2];
+		int n = *(int *)params[3];
+		unsigned long long m = (unsigned long long)(n < 0 ? 0 : n);
+		if (m > threads) {
+			m = threads;
+		}
+		if (!check_range((uintptr_t)x, m * 4) || !check_range((uintptr_t)y, m * 4)) {
+			return CUDA_ERROR_ILLEGAL_ADDRESS_;
+		}
+		for (unsigned long long i = 0; i < m; i++) {
+			y[i] = a * x[i] + y[i];
+		}
+	} else if (strcmp(f->behaviour, "echo") == 0) {
+		unsigned char *out = *(unsigned char **)params[0];
+		int last = f->nparams - 1;
+		size_t total = f->offsets[last] + f->sizes[last];
+		if (!check_range((uintptr_t)out, total)) {
+			return CUDA_ERROR_ILLEGAL_ADDRESS_;
+		}
+		for (int i = 0; i < f->nparams; i++) {
+			memcpy(out + f->offsets[i], params[i], f->sizes[i]);
+		}
+	} else if (strcmp(f->behaviour, "count") == 0) {
+		int *counter = *(int **)params[0];
+		if (!check_range((uintptr_t)counter, 4)) {
+			return CUDA_ERROR_ILLEGAL_ADDRESS_;
+		}
+		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+	}
+	return CUDA_SUCCESS;
+}
+
+static int fake_launch(void *fn, const unsigned grid[3], const unsigned block[3], unsigned smem, void *stream,
+		       void **params, int cooperative, const unsigned cluster[3]) {
+	REQUIRE_CONTEXT();
+	for (int i = 0; i < 3; i++) {
+		if (grid[i] == 0 || block[i] == 0) {
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	unsigned long long threads_per_block = (unsigned long long)block[0] * block[1] * block[2];
+	if (threads_per_block > 1024 || block[2] > 64) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	int r = check_stream(stream);
+	if (r) {
+		return r;
+	}
+	pthread_mutex_lock(&mu);
+	struct fake_function *f = lookup_function_locked(fn);
+	struct stream *s = stream ? lookup_stream_locked(stream) : NULL;
+	struct capture *c = stream ? lookup_capture_locked(stream) : NULL;
+	int capturing = c && c->active;
+	pthread_mutex_unlock(&mu);
+	if (!f) {
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	if (f->mod->device != current->device || (s && s->device != current->device)) {
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	if (smem > (unsigned)f->max_dyn_smem) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	unsigned long long blocks = (unsigned long long)grid[0] * grid[1] * grid[2];
+	if (cooperative && blocks > (unsigned long long)fake_blocks_per_sm((int)threads_per_block, smem) * 132) {
+		return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE_;
+	}
+	if (cluster && cluster[0]) {
+		if (cc < 90) {
+			return CUDA_ERROR_NOT_SUPPORTED_;
+		}
+		for (int i = 0; i < 3; i++) {
+			if (cluster[i] == 0 || grid[i] % cluster[i]) {
+				return CUDA_ERROR_INVALID_VALUE;
+			}
+		}
+		if ((unsigned long long)cluster[0] * cluster[1] * cluster[2] > 8) {
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	if (capturing) {
+		pthread_mutex_lock(&mu);
+		captured_launches++;
+		pthread_mutex_unlock(&mu);
+		return CUDA_SUCCESS;
+	}
+	return fake_run(f, blocks * threads_per_block, params);
+}
+
+EXPORT int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+			  unsigned smem, void *stream, void **params, void **extra) {
+	if (extra) {
+		return CUDA_ERROR_INVALID_VALUE; // the binding never passes extra
+	}
+	unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+	return fake_launch(fn, grid, block, smem, stream, params, 0, NULL);
+}
+
+EXPORT int cuLaunchCooperativeKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+				     unsigned bz, unsigned smem, void *stream, void **params) {
+	unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+	return fake_launch(fn, grid, block, smem, stream, params, 1, NULL);
+}
+
+// CUlaunchConfig and CUlaunchAttribute (CUDA 12.0 - 13.0).
+struct fake_launch_attr {
+	int id;
+	char pad[4];
+	union {
+		char raw[64];
+		unsigned dims[3];
+		int value;
+	} v;
+};
+
+struct fake_launch_config {
+	unsigned gx, gy, gz, bx, by, bz, smem;
+	void *stream;
+	struct fake_launch_attr *attrs;
+	unsigned nattrs;
+};
+
+EXPORT int cuLaunchKernelEx(const struct fake_launch_config *c, void *fn, void **params, void **extra) {
+	if (!c || extra || (c->nattrs && !c->attrs)) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	int cooperative = 0;
+	unsigned cluster[3] = {0, 0, 0};
+	for (unsigned i = 0; i < c->nattrs; i++) {
+		switch (c->attrs[i].id) {
+		case 2: // CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+			cooperative = c->attrs[i].v.value != 0;
+			break;
+		case 4: // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+			memcpy(cluster, c->attrs[i].v.dims, sizeof cluster);
+			if (!cluster[0]) {
+				return CUDA_ERROR_INVALID_VALUE;
+			}
+			break;
+		default:
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	unsigned grid[3] = {c->gx, c->gy, c->gz}, block[3] = {c->bx, c->by, c->bz};
+	return fake_launch(fn, grid, block, c->smem, c->stream, params, cooperative, cluster);
+}
+
+EXPORT long fakecuda_captured_launches(void) {
+	pthread_mutex_lock(&mu);
+	long n = captured_launches;
+	pthread_mutex_unlock(&mu);
+	return n;
 }

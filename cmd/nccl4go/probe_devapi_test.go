@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/nccl4go/nccl/internal/faketest"
+)
+
+// TestFakeProbeDevicePaths: probe lists which device-API paths this
+// machine can run, each with its reason.
+func TestFakeProbeDevicePaths(t *testing.T) {
+	var headers, nvrtcLib string
+	if !faketest.InChild() {
+		headers = t.TempDir()
+		os.WriteFile(filepath.Join(headers, "nccl.h"), []byte("#define NCCL_MAJOR 2\n#define NCCL_MINOR 30\n#define NCCL_PATCH 7\n"), 0o644)
+		os.WriteFile(filepath.Join(headers, "nccl_device.h"), nil, 0o644)
+		nvrtcLib = faketest.NVRTCLibrary(t)
+	}
+	env := faketest.Env{Devices: 2, Extra: []string{"FAKE_NCCL_MULTIMEM=0", "FAKE_NCCL_GIN_TYPE=0",
+		"NCCL4GO_NCCL_INCLUDE=" + headers, "NCCL4GO_NVRTC_LIBRARY=" + nvrtcLib,
+		"NCCL4GO_NVCC=", "PATH=/nowhere", "CUDA_HOME=/nowhere", "NCCL4GO_NVJITLINK_LIBRARY=/nowhere/libnvJitLink.so.13"}}
+	faketest.Run(t, env, func(t *testing.T) {
+		out, _, err := runCLI(t, "probe")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			`(?m)^device-API paths:$`,
+			`(?m)^  LSA kernels +yes  device communicators`,
+			`(?m)^  multimem kernels +no   devapi: multimem kernels cannot run on this communicator: the communicator reports no multimem support`,
+			`(?m)^  GIN kernels +no   .*GIN type NONE`,
+			`(?m)^  NCCL device headers +yes  ` + regexp.QuoteMeta(os.Getenv("NCCL4GO_NCCL_INCLUDE")) + ` \(NCCL 2\.30\.7\)$`,
+			`(?m)^  NVRTC +yes  .*\(13\.0\)$`,
+			`(?m)^  nvcc +no   devapi: no nvcc`,
+			`(?m)^  nvJitLink \(LTO\) +no   nvrtc: nvJitLink not found: tried /nowhere/libnvJitLink.so.13`,
+		} {
+			if !regexp.MustCompile(want).MatchString(out) {
+				t.Errorf("probe output lacks %s", want)
+			}
+		}
+		out, _, err = runCLI(t, "probe", "-json")
+		if err != nil || !strings.Contains(out, `"device_api_paths": [`) || !strings.Contains(out, `"path": "LSA kernels"`) {
+			t.Errorf("probe -json: %v; no device_api_paths", err)
+		}
+	})
+}

@@ -1,0 +1,146 @@
+package cuda_test
+
+import (
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/faketest"
+)
+
+// benchDriver loads the real driver where one with a device loads, else
+// the fake (in this process: a benchmark runs no fake-library child).
+func benchDriver(b *testing.B) string {
+	b.Helper()
+	if faketest.InChild() {
+		b.Skip("benchmark: not in a fake-library child")
+	}
+	if n, err := cuda.Count(); err == nil && n > 0 {
+		return "gpu"
+	}
+	_, cudaPath := faketest.Libraries(b, faketest.Env{})
+	if err := cuda.Load(cudaPath); err != nil {
+		b.Skipf("benchmark: no driver, and the fake does not load: %v", err)
+	}
+	return "fake"
+}
+
+// BenchmarkLaunch is the host cost of a kernel launch (an empty kernel
+// with saxpy's four parameters: a float, two Slices, an int32) through
+// Function.Launch, beside the same launch written in C (cuLaunchKernel in
+// a loop, the argument array built once), as BenchmarkAllReduceHostPath
+// does for collectives. The target: go-ns/op at most c-ns/op + 100, and 0
+// allocations. On the fake driver it measures the binding alone.
+func BenchmarkLaunch(b *testing.B) {
+	driver := benchDriver(b)
+	dev := cuda.Device(0)
+	m, err := dev.LoadModule(saxpyPTX)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Unload()
+	f, err := m.Function("noop")
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := cuda.Alloc[float32](dev, 256)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Free()
+	s, err := dev.NewStream()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Destroy()
+	ctx, _ := dev.PrimaryContext()
+	cfg := cuda.LaunchConfig{Grid: cuda.Dim(1), Block: cuda.Dim(32)}
+	a, n := float32(2), int32(256)
+	goLoop := func(k int) {
+		for range k {
+			if err := f.Launch(s, cfg, a, x, x, n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	// The C loop's arguments: the same bytes Launch writes.
+	var buf [32]byte
+	*(*float32)(unsafe.Pointer(&buf[0])) = a
+	*(*uintptr)(unsafe.Pointer(&buf[8])) = x.Ptr()
+	*(*uintptr)(unsafe.Pointer(&buf[16])) = x.Ptr()
+	*(*int32)(unsafe.Pointer(&buf[24])) = n
+	offs := [4]uint16{0, 8, 16, 24}
+	ccfg := capi.LaunchConfig{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}
+	cLoop := func(k int) {
+		if r := capi.BenchLaunchLoop(ctx.Handle(), f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, k); r != 0 {
+			b.Fatalf("C loop: CUresult %d", r)
+		}
+	}
+	sync := func() {
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	goLoop(100)
+	cLoop(100)
+	sync()
+	b.Logf("driver: %s", driver)
+
+	b.Run("go", func(b *testing.B) {
+		b.ReportAllocs()
+		calls := runtime.NumCgoCall()
+		for b.Loop() {
+			if err := f.Launch(s, cfg, a, x, x, n); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(runtime.NumCgoCall()-calls)/float64(b.N), "cgo-calls/op")
+		b.StopTimer()
+		sync()
+	})
+	b.Run("c", func(b *testing.B) {
+		b.ReportAllocs()
+		cLoop(b.N)
+		b.StopTimer()
+		sync()
+	})
+	b.Run("compare", func(b *testing.B) {
+		// Paired rounds, alternating which loop goes first, synced
+		// between rounds so that the stream's queue never fills; medians
+		// over rounds.
+		const round = 2000
+		loops := [2]func(int){goLoop, cLoop}
+		var ns [2][]float64
+		var diff []float64
+		for done, r := 0, 0; done < b.N; r++ {
+			k := min(round, b.N-done)
+			var t [2]float64
+			for j := range 2 {
+				i := (r + j) % 2
+				t0 := time.Now()
+				loops[i](k)
+				t[i] = float64(time.Since(t0).Nanoseconds()) / float64(k)
+			}
+			b.StopTimer()
+			sync()
+			ns[0], ns[1], diff = append(ns[0], t[0]), append(ns[1], t[1]), append(diff, t[0]-t[1])
+			b.StartTimer()
+			done += k
+		}
+		b.ReportMetric(medianOf(ns[0]), "go-ns/op")
+		b.ReportMetric(medianOf(ns[1]), "c-ns/op")
+		b.ReportMetric(medianOf(diff), "diff-ns/op")
+	})
+}
+
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}

@@ -1,0 +1,92 @@
+package devapi
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/nccl4go/nccl"
+)
+
+// CapabilityError says why a communicator cannot run a device-API path.
+// errors.Is matches nccl.ErrUnsupported.
+type CapabilityError struct {
+	// Path is "LSA", "multimem" or "GIN".
+	Path string
+	// Reason says why, from the communicator's properties.
+	Reason string
+}
+
+// Error reads "devapi: GIN kernels cannot run on this communicator: ...".
+func (e *CapabilityError) Error() string {
+	return fmt.Sprintf("devapi: %s kernels cannot run on this communicator: %s", e.Path, e.Reason)
+}
+
+// Is matches nccl.ErrUnsupported and errors.ErrUnsupported.
+func (e *CapabilityError) Is(target error) bool { return errors.Is(nccl.ErrUnsupported, target) }
+
+// properties returns c's device-API properties, or a reason they cannot
+// be read (NCCL before 2.29.2 has no properties query).
+func properties(c *nccl.Communicator, path string) (*nccl.Properties, error) {
+	p, err := c.Properties()
+	if errors.Is(err, nccl.ErrUnsupported) {
+		r, _ := nccl.Version()
+		return nil, &CapabilityError{Path: path, Reason: fmt.Sprintf("NCCL %s cannot say whether it supports them "+
+			"(ncclCommQueryProperties needs NCCL 2.29.2)", r)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// RequireLSA reports whether c can run kernels that use its device
+// communicator and load/store-accessible (LSA) memory: nil when the
+// communicator reports device-API support. On NCCL before 2.29.2, which
+// cannot say, it returns nil too: creating the device communicator is the
+// test there.
+func RequireLSA(c *nccl.Communicator) error {
+	p, err := properties(c, "LSA")
+	var ce *CapabilityError
+	if errors.As(err, &ce) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !p.DeviceAPISupport {
+		return &CapabilityError{Path: "LSA", Reason: "the communicator reports no device-API support " +
+			"(deviceApiSupport is false: its ranks' GPUs cannot map each other's memory, or symmetric memory is disabled)"}
+	}
+	return nil
+}
+
+// RequireMultimem reports whether c can run kernels that use NVLink
+// multicast (multimem) pointers: nil when the communicator reports
+// multimem support. NVLink SHARP needs NVSwitch systems and
+// NCCL_NVLS_ENABLE not 0.
+func RequireMultimem(c *nccl.Communicator) error {
+	p, err := properties(c, "multimem")
+	if err != nil {
+		return err
+	}
+	if !p.MultimemSupport {
+		return &CapabilityError{Path: "multimem", Reason: "the communicator reports no multimem support " +
+			"(NVLink multicast needs NVSwitch-connected GPUs, and NCCL_NVLS_ENABLE must not be 0)"}
+	}
+	return nil
+}
+
+// RequireGIN reports whether c can run kernels that use GPU-initiated
+// networking (GIN): nil when the communicator reports a GIN type other than
+// none.
+func RequireGIN(c *nccl.Communicator) error {
+	p, err := properties(c, "GIN")
+	if err != nil {
+		return err
+	}
+	if p.GINType == nccl.GINNone {
+		return &CapabilityError{Path: "GIN", Reason: "the communicator reports GIN type NONE " +
+			"(GIN needs ranks on other nodes reached through a network with GPU-initiated transfers: RDMA NICs and the GDAKI or proxy GIN plugin)"}
+	}
+	return nil
+}
