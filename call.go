@@ -175,6 +175,13 @@ func (c *Communicator) attempt(op string, t take, ev *trace.Event, f func(ptr ui
 // recordsBeforeLocked) and completed when the call returns; else recorded
 // once NCCL accepted it and completed when NCCL's work is over.
 func (c *Communicator) attemptLifecycleLocked(ptr uintptr, ev *trace.Event, f func(ptr uintptr) (capi.Status, error)) (capi.Status, bool, error) {
+	if c.trace.rec == nil {
+		// The first operation of the communicator (a Split right after
+		// Init): register it with the recorder now, its identity known.
+		if code, err := c.identityLocked(ev.Op.String()); err == nil && code != capi.Pending {
+			c.registerTraceLocked() // record.go
+		}
+	}
 	if c.recordsBeforeLocked(ev.Op, ptr) {
 		ref := c.recordLocked(ev)
 		st, err := f(ptr)

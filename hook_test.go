@@ -556,3 +556,26 @@ func TestHookRemoveNeverWaits(t *testing.T) {
 		}
 	})
 }
+
+// The binding's own following of lifecycle operations does not make the
+// analyzer call a healthy job stuck: collectives after a Split that no
+// watchdog followed say nothing about completion.
+func TestLifecycleThenUnwatchedNotStuck(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=64"}}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, &nccl.Config{CommName: "split-then-ar"})
+		buf := collBuf(t, 0, f32s(4)...)
+		child, err := c.Split(0, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer child.Destroy()
+		if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, cr := range trace.Analyze([]*trace.Dump{trace.Default().Snapshot("test")}).Comms {
+			if cr.Verdict == trace.VerdictStuck {
+				t.Errorf("analysis of a healthy job: %+v", cr)
+			}
+		}
+	})
+}

@@ -599,6 +599,21 @@ func lastWords(m *member) string {
 	return b.String()
 }
 
+// firstUndone is the first collective in [from, hi] that some rank
+// watched and did not see complete, or whose entry a rank no longer has
+// (it may be the one); 0 when every one is unwatched or completed.
+func firstUndone(ms []*member, from, hi uint64) uint64 {
+	for q := from; q <= hi; q++ {
+		for _, m := range ms {
+			e := m.coll[q]
+			if e == nil || (e.Watched && e.State != Completed && m.comm.LastCompletedSeq < q) {
+				return q
+			}
+		}
+	}
+	return 0
+}
+
 // levelSentences describe a communicator whose ranks enqueued the same
 // collectives: did they finish them?
 func levelSentences(cr *CommReport, ms []*member, hi uint64) []string {
@@ -634,8 +649,15 @@ func levelSentences(cr *CommReport, ms []*member, hi uint64) []string {
 		cr.Verdict = VerdictOK
 		return []string{agree + " Every rank completed every one of them."}
 	}
-	// The first collective some rank has not completed.
-	s := minDone + 1
+	// The first collective some rank has not completed. Only a watched
+	// entry says so: collectives nobody followed (the watchdog stopped, or
+	// only lifecycle operations, which the binding follows itself, were)
+	// say nothing about completion.
+	s := firstUndone(ms, minDone+1, hi)
+	if s == 0 {
+		cr.Verdict = VerdictOK
+		return []string{agree + " The ones after #" + fmt.Sprint(minDone) + " were not watched, so the dumps do not say whether they finished."}
+	}
 	var notDone, done []int
 	for _, m := range ms {
 		if m.comm.LastCompletedSeq >= s {

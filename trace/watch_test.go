@@ -42,3 +42,25 @@ func TestWatchUnwatch(t *testing.T) {
 		t.Errorf("Watch and Unwatch allocate %v", n)
 	}
 }
+
+// A collective after the last watched one, which nobody followed (the
+// watchdog stopped), does not make the analyzer call the job stuck; a
+// watched one that did not complete still does.
+func TestAnalyzeUnwatchedAfterWatched(t *testing.T) {
+	r := New(16)
+	c := r.RegisterComm(CommInfo{Name: "w", Hash: 1, Size: 1, Device: -1})
+	ref := c.Record(Event{Op: AllReduce, DataType: Float32, RedOp: Sum, Count: 8})
+	c.Watch(ref)
+	c.Start(ref)
+	c.Complete(ref)
+	c.Record(Event{Op: AllReduce, DataType: Float32, RedOp: Sum, Count: 8}) // after the watch ended
+	if v := Analyze([]*Dump{r.Snapshot("x")}).Comms[0].Verdict; v != VerdictOK {
+		t.Errorf("unwatched collective after a watched one: verdict %s, want ok", v)
+	}
+	hung := c.Record(Event{Op: AllReduce, DataType: Float32, RedOp: Sum, Count: 8})
+	c.Watch(hung)
+	c.Start(hung)
+	if v := Analyze([]*Dump{r.Snapshot("x")}).Comms[0].Verdict; v != VerdictStuck {
+		t.Errorf("a watched collective started and not completed: verdict %s, want stuck", v)
+	}
+}
