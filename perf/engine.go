@@ -581,6 +581,11 @@ func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
 		if err != nil {
 			return Cell{}, err
 		}
+		if wrong != 0 {
+			// nccl-tests' CheckData: each process counts the cells its
+			// own ranks got wrong; Run sums the counts over processes.
+			b.errors++
+		}
 		total, err := b.coord.reduce(float64(wrong), reduceSum)
 		if err != nil {
 			return Cell{}, err
@@ -591,9 +596,6 @@ func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
 		}
 	}
 	cell.Checked = checked
-	if checked && cell.Wrong != 0 {
-		b.errors++
-	}
 	b.bwSum += bus
 	b.bwCount++
 	return cell, nil
@@ -875,8 +877,8 @@ func newPreMulSum(c *nccl.Communicator, dt nccl.DataType, v int64) (*nccl.Custom
 }
 
 // pattern of the current run with seed.
-func (b *bench) pattern(seed uint64) pattern {
-	return newPattern(b.dt.dt, b.op, b.coll.reduces, seed)
+func (b *bench) pattern(seed uint64) *pattern {
+	return newPattern(b.dt.dt, b.op, b.coll.reduces, b.nranks, seed)
 }
 
 // initData writes every local rank's input and clears its output (data
@@ -902,7 +904,7 @@ func (b *bench) initData(inPlace bool, seed uint64) error {
 			in = r.recv + uintptr(b.cnt.sendInPlace*b.elt*uint64(r.rank))
 		}
 		host := b.hostBuf(sb)
-		p.fill(host, r.rank, 0, b.cnt.send)
+		p.fill(host, layout{{n: b.cnt.send, src: srcInput, rank: r.rank}})
 		if err := cuda.Wrap[uint8](in, int(sb), r.dev).CopyFromHost(host); err != nil {
 			return err
 		}
@@ -920,13 +922,14 @@ func (b *bench) hostBuf(n uint64) []byte {
 	return b.host[:n]
 }
 
-// checkData compares every local rank's output with the reference and
-// returns the number of wrong elements.
+// checkData compares every local rank's output with what it must hold
+// and returns the number of wrong elements of this process's ranks.
 func (b *bench) checkData(inPlace bool) (int64, error) {
 	eb := b.expectedBytes()
 	if eb == 0 {
 		return 0, nil
 	}
+	p := b.pattern(b.rep)
 	var wrong int64
 	for _, r := range b.ranks {
 		out := r.recv
@@ -937,56 +940,61 @@ func (b *bench) checkData(inPlace bool) (int64, error) {
 		if err := cuda.Wrap[uint8](out, int(eb), r.dev).CopyToHost(host); err != nil {
 			return 0, err
 		}
-		wrong += countWrong(b.dt.dt, host, b.expectation(r.rank, inPlace), b.nranks)
+		wrong += p.check(host, b.outLayout(r.rank, inPlace))
 	}
 	return wrong, nil
 }
 
-// expectation is what rank q's checked output must hold.
-func (b *bench) expectation(q int, inPlace bool) expectation {
-	p := b.pattern(b.rep)
-	n, param, root, op := b.nranks, b.cnt.param, b.root, b.op
-	move := func(r int, i uint64) (int64, float64) {
-		v := p.at(r, i)
-		return v, float64(v)
+// outLayout is what rank q's checked output must hold.
+func (b *bench) outLayout(q int, inPlace bool) layout {
+	n, param, root, total := b.nranks, b.cnt.param, b.root, b.cnt.recv
+	in := func(r int, off, count uint64) segment { return segment{n: count, src: srcInput, rank: r, off: off} }
+	reduced := layout{{n: total, src: srcReduced}}
+	zero := layout{{n: total}}
+	blocks := func(f func(p int) segment) layout {
+		l := make(layout, n)
+		for p := range l {
+			l[p] = f(p)
+		}
+		return l
 	}
-	zero := func(uint64) (int64, float64) { return 0, 0 }
+	gathered := blocks(func(p int) segment { return in(p, 0, param) })
 	switch b.coll.name {
 	case "all_reduce":
-		return func(i uint64) (int64, float64) { return p.reduced(op, n, i) }
+		return reduced
 	case "reduce":
 		switch {
 		case q == root:
-			return func(i uint64) (int64, float64) { return p.reduced(op, n, i) }
+			return reduced
 		case inPlace:
-			return func(i uint64) (int64, float64) { return move(q, i) }
+			return layout{in(q, 0, total)}
 		}
 		return zero
 	case "reduce_scatter":
-		return func(i uint64) (int64, float64) { return p.reduced(op, n, uint64(q)*param+i) }
+		return layout{{n: total, src: srcReduced, off: uint64(q) * param}}
 	case "broadcast":
-		return func(i uint64) (int64, float64) { return move(root, i) }
+		return layout{in(root, 0, total)}
 	case "all_gather", "hypercube":
-		return func(i uint64) (int64, float64) { return move(int(i/param), i%param) }
+		return gathered
 	case "gather":
 		switch {
 		case q == root:
-			return func(i uint64) (int64, float64) { return move(int(i/param), i%param) }
+			return gathered
 		case inPlace:
-			return func(i uint64) (int64, float64) {
-				if int(i/param) == q {
-					return move(q, i%param)
+			return blocks(func(p int) segment {
+				if p == q {
+					return in(q, 0, param)
 				}
-				return 0, 0
-			}
+				return segment{n: param}
+			})
 		}
 		return zero
 	case "scatter":
-		return func(i uint64) (int64, float64) { return move(root, uint64(q)*param+i) }
+		return layout{in(root, uint64(q)*param, total)}
 	case "alltoall":
-		return func(i uint64) (int64, float64) { return move(int(i/param), uint64(q)*param+i%param) }
+		return blocks(func(p int) segment { return in(p, uint64(q)*param, param) })
 	case "sendrecv":
-		return func(i uint64) (int64, float64) { return move((q-1+n)%n, i) }
+		return layout{in((q-1+n)%n, 0, total)}
 	}
 	return zero
 }
