@@ -38,11 +38,11 @@ import (
 type patternKind uint8
 
 const (
-	kindMove patternKind = iota // every byte random; output compared byte for byte
-	kindInt                     // integer reductions
-	kindSum                     // float sum, avg and PreMulSum: two carriers
-	kindProd                    // float product: one carrier, the others ±1
-	kindMinMax                  // float max and min: every rank random
+	kindMove   patternKind = iota // every byte random; output compared byte for byte
+	kindInt                       // integer reductions
+	kindSum                       // float sum, avg and PreMulSum: two carriers
+	kindProd                      // float product: one carrier, the others ±1
+	kindMinMax                    // float max and min: every rank random
 )
 
 // floatLayout is a float type's bit layout.

@@ -13,6 +13,7 @@ import (
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/spin"
+	"github.com/nccl4go/nccl/rendezvous"
 )
 
 // World is the ranks one process drives, and its place among the
@@ -26,7 +27,24 @@ type World struct {
 	Proc, NProcs int
 	// Group is the group number printed in the device lines (0).
 	Group int
-	owned bool
+	// Host, when set, is how the processes meet on the host: the engine's
+	// barriers (-z 1 included) and its reductions of times and error
+	// counts go through it and make no NCCL call, as nccl-tests' go
+	// through MPI. JobWorld sets it to the job's rendezvous session. When
+	// nil and NProcs > 1, they go through the communicators (a small NCCL
+	// operation each, on streams of their own).
+	Host    HostChannel
+	owned   bool
+	session *rendezvous.Session
+}
+
+// HostChannel is a host-only channel between the processes of a job;
+// [*rendezvous.Session] is one. Both calls are collective over the
+// processes (one call per process, in the same order everywhere), and
+// AllGather's result is indexed by [World.Proc].
+type HostChannel interface {
+	Barrier(ctx context.Context) error
+	AllGather(ctx context.Context, value []byte) ([][]byte, error)
 }
 
 // Close destroys the communicators LocalWorld created; it does nothing for
@@ -38,6 +56,9 @@ func (w *World) Close() error {
 	var errs []error
 	for _, c := range w.Comms {
 		errs = append(errs, c.Destroy())
+	}
+	if w.session != nil {
+		errs = append(errs, w.session.Close())
 	}
 	w.owned = false
 	return errors.Join(errs...)
@@ -172,7 +193,10 @@ func (b *bench) setup() (*Header, error) {
 	// reductions span its threads, of which there is one); several
 	// coordinate through NCCL itself, as nccl-tests does through MPI.
 	b.coord = localCoordinator{}
-	if b.world.NProcs > 1 {
+	switch {
+	case b.world.NProcs > 1 && b.world.Host != nil:
+		b.coord = &hostCoordinator{ctx: b.ctx, host: b.world.Host, nprocs: b.world.NProcs}
+	case b.world.NProcs > 1:
 		if b.coord, err = newNCCLCoordinator(b); err != nil {
 			return nil, err
 		}
