@@ -90,6 +90,8 @@ type bench struct {
 	coord  coordinator
 	host   []byte // staging for data checks, maxBytes long
 	maxB   uint64 // the buffers' size
+	// ncclVersion is the loaded NCCL's ncclGetVersion.
+	ncclVersion int
 
 	// state of the current size
 	dt      dataType
@@ -205,6 +207,7 @@ func (b *bench) setup() (*Header, error) {
 	if err != nil {
 		return nil, &RunError{"NCCL version", err}
 	}
+	b.ncclVersion = int(rel)
 	h := &Header{Program: b.coll.program, Options: *o, NRanks: n, LocalRanks: len(b.ranks), NCCLVersion: int(rel), ABIVersion: int(nccl.ABIRelease)}
 	if h.Devices, err = b.devices(); err != nil {
 		return nil, err
@@ -814,11 +817,13 @@ func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
 	case "reduce_scatter":
 		return c.ReduceScatter(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count), op, s)
 	case "alltoall":
-		if send != recv {
+		switch {
+		case b.ncclVersion >= alltoallRelease && send != recv:
 			return c.AllToAll(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count*uint64(n)), s)
+		case b.ncclVersion >= alltoallRelease:
+			return allToAllInPlace(c, send, count, b.dt.dt, s)
 		}
-		// In place: NCCL's alltoall refuses overlapping buffers in the
-		// binding; nccl-tests' pre-2.28 form, a group of sends and receives.
+		// Before NCCL 2.28, nccl-tests' form: a group of sends and receives.
 		return nccl.Group(func() error {
 			for p := 0; p < n; p++ {
 				off := uintptr(uint64(p) * count * elt)
