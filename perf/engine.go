@@ -99,6 +99,9 @@ type bench struct {
 	root    int
 	cnt     counts
 	elt     uint64
+	total   uint64           // bytes one operation spans: the larger buffer
+	steps   uint64           // operations that fit in the buffers one after another
+	done    []bool           // syncStreams' scratch
 	keepOps []*nccl.CustomOp // PreMulSum operators captured into a graph
 	keep    bool
 
@@ -400,6 +403,11 @@ func firstTable(rep Reporter) (*TableWriter, bool) {
 func (b *bench) setSize(size uint64) {
 	b.elt = uint64(b.dt.dt.Size())
 	b.cnt = b.coll.counts(size/b.elt, b.elt, b.nranks)
+	b.total = max(b.sendBytes(), b.expectedBytes())
+	b.steps = 1
+	if b.total != 0 {
+		b.steps = max(b.opts.MaxBytes/b.total, 1)
+	}
 }
 
 func (b *bench) sendBytes() uint64     { return b.cnt.send * b.elt }
@@ -475,15 +483,25 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 	var collOnly time.Duration
 	start := time.Now()
 	loop := func() error {
+		// The offset of operation k is shiftOf(k); kept as a running
+		// count, so that the loop divides nothing.
+		step := uint64(0)
+		var t0 time.Duration
 		for iter := 0; iter < o.Iters; iter++ {
-			t0 := time.Since(start)
+			if o.Blocking == 3 {
+				t0 = time.Since(start)
+			}
 			if o.AggIters > 1 {
 				if err := nccl.GroupStart(); err != nil {
 					return err
 				}
 			}
 			for a := 0; a < o.AggIters; a++ {
-				if err := b.startColl(inPlace, iter*o.AggIters+a); err != nil {
+				err := b.issue(inPlace, step*b.total)
+				if step++; step == b.steps {
+					step = 0
+				}
+				if err != nil {
 					if o.AggIters > 1 {
 						nccl.GroupEnd()
 					}
@@ -670,30 +688,31 @@ func (b *bench) capture(fn func() error) ([]*cuda.GraphExec, func(), error) {
 // startColl is nccl-tests' startColl: one operation on every local rank
 // (in a group when there are several), at an offset that moves with iter.
 func (b *bench) startColl(inPlace bool, iter int) error {
-	total := max(b.sendBytes(), b.expectedBytes())
-	steps := uint64(1)
-	if total != 0 {
-		steps = b.opts.MaxBytes / total
-	}
-	if steps == 0 {
-		steps = 1
-	}
-	shift := total * (uint64(iter) % steps)
-	grouped := len(b.ranks) > 1
-	if grouped {
+	return b.issue(inPlace, b.shiftOf(iter))
+}
+
+// shiftOf is the byte offset of operation iter in the buffers: operations
+// walk through them, one operation's size at a time, as nccl-tests does.
+func (b *bench) shiftOf(iter int) uint64 {
+	return b.total * (uint64(iter) % b.steps)
+}
+
+// issue is startColl at a given offset.
+func (b *bench) issue(inPlace bool, shift uint64) error {
+	if len(b.ranks) == 1 {
+		if err := b.runColl(b.ranks[0], inPlace, shift); err != nil {
+			return err
+		}
+	} else {
 		if err := nccl.GroupStart(); err != nil {
 			return err
 		}
-	}
-	for _, r := range b.ranks {
-		if err := b.runColl(r, inPlace, shift); err != nil {
-			if grouped {
+		for _, r := range b.ranks {
+			if err := b.runColl(r, inPlace, shift); err != nil {
 				nccl.GroupEnd()
+				return err
 			}
-			return err
 		}
-	}
-	if grouped {
 		if err := nccl.GroupEnd(); err != nil {
 			return err
 		}
@@ -721,8 +740,12 @@ func (b *bench) completeColl() error {
 // asynchronous errors, the timeout and the context (nccl-tests'
 // testStreamSynchronize).
 func (b *bench) syncStreams() error {
-	start := time.Now()
-	done := make([]bool, len(b.ranks))
+	var start time.Time // of the wait, read once a stream is found busy
+	if cap(b.done) < len(b.ranks) {
+		b.done = make([]bool, len(b.ranks))
+	}
+	done := b.done[:len(b.ranks)]
+	clear(done)
 	remaining := len(b.ranks)
 	for remaining > 0 {
 		idle := true
@@ -743,6 +766,9 @@ func (b *bench) syncStreams() error {
 			if err := r.comm.AsyncError(); err != nil && !errors.Is(err, nccl.ErrInProgress) {
 				b.abort()
 				return err
+			}
+			if start.IsZero() {
+				start = time.Now()
 			}
 			if t := b.opts.Timeout; t > 0 && time.Since(start) > t {
 				b.abort()
@@ -767,23 +793,18 @@ func (b *bench) abort() {
 	}
 }
 
-// buf is a raw buffer of count elements of the current type on r's device.
-func (b *bench) buf(r *rankState, p uintptr, count uint64) nccl.Buffer {
-	base := r.recvBuf
-	if p >= r.send && p < r.send+uintptr(b.maxB) {
-		base = r.sendBuf
-	}
+// sub is count elements of the current type at p, inside base's
+// allocation (so that the binding checks the memory once per run).
+func (b *bench) sub(base nccl.Buffer, p uintptr, count uint64) nccl.Buffer {
 	base.Ptr, base.Count, base.Type = p, int(count), b.dt.dt
 	return base
 }
 
 // runColl issues one operation of rank r.
 func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
-	count := b.cnt.param
-	if count == 0 {
+	if b.cnt.param == 0 {
 		return nil // the binding refuses empty buffers; NCCL would do nothing
 	}
-	n := b.nranks
 	elt := b.elt
 	recv := r.recv + uintptr(shift)
 	send := r.send + uintptr(shift)
@@ -791,35 +812,46 @@ func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
 		send = recv + uintptr(b.cnt.sendInPlace*elt*uint64(r.rank))
 		recv += uintptr(b.cnt.recvInPlace * elt * uint64(r.rank))
 	}
-	op := b.op.op
-	if b.op.mulsum { // nccl-tests makes one per call, whatever the test
-		o, err := newPreMulSum(r.comm, b.dt.dt, mulsumScalar(r.rank))
-		if err != nil {
-			return err
-		}
-		if b.keep {
-			b.keepOps = append(b.keepOps, o)
-		} else {
-			defer o.Close()
-		}
-		op = o.Op()
+	if !b.op.mulsum {
+		return b.call(r, b.op.op, inPlace, send, recv)
 	}
+	// nccl-tests makes a PreMulSum operator per call, whatever the test.
+	o, err := newPreMulSum(r.comm, b.dt.dt, mulsumScalar(r.rank))
+	if err != nil {
+		return err
+	}
+	err = b.call(r, o.Op(), inPlace, send, recv)
+	if b.keep {
+		b.keepOps = append(b.keepOps, o)
+	} else {
+		o.Close()
+	}
+	return err
+}
+
+// call is the NCCL call of the test, on rank r's buffers at send and recv.
+func (b *bench) call(r *rankState, op nccl.RedOp, inPlace bool, send, recv uintptr) error {
+	count, n, elt := b.cnt.param, b.nranks, b.elt
 	c, s := r.comm, r.stream
-	switch b.coll.name {
-	case "all_reduce":
-		return c.AllReduce(b.buf(r, send, count), b.buf(r, recv, count), op, s)
-	case "all_gather":
-		return c.AllGather(b.buf(r, send, count), b.buf(r, recv, count*uint64(n)), s)
-	case "broadcast":
-		return c.Broadcast(b.buf(r, send, count), b.buf(r, recv, count), b.root, s)
-	case "reduce":
-		return c.Reduce(b.buf(r, send, count), b.buf(r, recv, count), op, b.root, s)
-	case "reduce_scatter":
-		return c.ReduceScatter(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count), op, s)
-	case "alltoall":
+	sb, rb := r.sendBuf, r.recvBuf // the allocations the buffers lie in
+	if inPlace {
+		sb = rb
+	}
+	switch b.coll.kind {
+	case collAllReduce:
+		return c.AllReduce(b.sub(sb, send, count), b.sub(rb, recv, count), op, s)
+	case collAllGather:
+		return c.AllGather(b.sub(sb, send, count), b.sub(rb, recv, count*uint64(n)), s)
+	case collBroadcast:
+		return c.Broadcast(b.sub(sb, send, count), b.sub(rb, recv, count), b.root, s)
+	case collReduce:
+		return c.Reduce(b.sub(sb, send, count), b.sub(rb, recv, count), op, b.root, s)
+	case collReduceScatter:
+		return c.ReduceScatter(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count), op, s)
+	case collAllToAll:
 		switch {
 		case b.ncclVersion >= alltoallRelease && send != recv:
-			return c.AllToAll(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count*uint64(n)), s)
+			return c.AllToAll(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count*uint64(n)), s)
 		case b.ncclVersion >= alltoallRelease:
 			return allToAllInPlace(c, send, count, b.dt.dt, s)
 		}
@@ -827,27 +859,27 @@ func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
 		return nccl.Group(func() error {
 			for p := 0; p < n; p++ {
 				off := uintptr(uint64(p) * count * elt)
-				if err := c.Send(b.buf(r, send+off, count), p, s); err != nil {
+				if err := c.Send(b.sub(sb, send+off, count), p, s); err != nil {
 					return err
 				}
-				if err := c.Recv(b.buf(r, recv+off, count), p, s); err != nil {
+				if err := c.Recv(b.sub(rb, recv+off, count), p, s); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
-	case "gather":
-		return c.Gather(b.buf(r, send, count), b.buf(r, recv, count*uint64(n)), b.root, s)
-	case "scatter":
-		return c.Scatter(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count), b.root, s)
-	case "sendrecv":
+	case collGather:
+		return c.Gather(b.sub(sb, send, count), b.sub(rb, recv, count*uint64(n)), b.root, s)
+	case collScatter:
+		return c.Scatter(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count), b.root, s)
+	case collSendRecv:
 		return nccl.Group(func() error {
-			if err := c.Send(b.buf(r, send, count), (r.rank+1)%n, s); err != nil {
+			if err := c.Send(b.sub(sb, send, count), (r.rank+1)%n, s); err != nil {
 				return err
 			}
-			return c.Recv(b.buf(r, recv, count), (r.rank-1+n)%n, s)
+			return c.Recv(b.sub(rb, recv, count), (r.rank-1+n)%n, s)
 		})
-	case "hypercube":
+	case collHypercube:
 		size := count * elt
 		if own := recv + uintptr(uint64(r.rank)*size); own != send {
 			dst := cuda.Wrap[uint8](own, int(size), r.dev)
@@ -860,10 +892,10 @@ func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
 			hi := lo ^ mask
 			peer := r.rank ^ mask
 			err := nccl.Group(func() error {
-				if err := c.Send(b.buf(r, recv+uintptr(uint64(lo)*size), count*uint64(mask)), peer, s); err != nil {
+				if err := c.Send(b.sub(rb, recv+uintptr(uint64(lo)*size), count*uint64(mask)), peer, s); err != nil {
 					return err
 				}
-				return c.Recv(b.buf(r, recv+uintptr(uint64(hi)*size), count*uint64(mask)), peer, s)
+				return c.Recv(b.sub(rb, recv+uintptr(uint64(hi)*size), count*uint64(mask)), peer, s)
 			})
 			if err != nil {
 				return err
