@@ -33,6 +33,9 @@ type coordinator interface {
 	barrier() error
 	reduce(v float64, how reduceKind) (float64, error)
 	gatherDevices(local []DeviceInfo) ([]DeviceInfo, error)
+	// gather collects every process's vector (all of the same length),
+	// in process order where the coordinator knows it.
+	gather(local []float64) ([][]float64, error)
 	close()
 }
 
@@ -45,6 +48,9 @@ func (localCoordinator) gatherDevices(l []DeviceInfo) ([]DeviceInfo, error) {
 	return l, nil
 }
 func (localCoordinator) close() {}
+func (localCoordinator) gather(l []float64) ([][]float64, error) {
+	return [][]float64{l}, nil
+}
 
 // hostCoordinator coordinates processes through a host channel (the
 // job's rendezvous store): no NCCL call, no GPU work.
@@ -114,6 +120,20 @@ func (c *hostCoordinator) gatherDevices(local []DeviceInfo) ([]DeviceInfo, error
 		out = append(out, d...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Rank < out[j].Rank })
+	return out, nil
+}
+
+func (c *hostCoordinator) gather(local []float64) ([][]float64, error) {
+	all, err := c.host.AllGather(c.ctx, encodeFloats(local))
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float64, len(all))
+	for p, b := range all {
+		if out[p], err = decodeFloats(b); err != nil {
+			return nil, fmt.Errorf("process %d: %w", p, err)
+		}
+	}
 	return out, nil
 }
 
@@ -226,6 +246,21 @@ func (c *ncclCoordinator) reduce(v float64, how reduceKind) (float64, error) {
 		out[0] /= float64(c.nprocs)
 	}
 	return out[0], nil
+}
+
+// gather reduces the vectors element by element to their maximum (one
+// small all-reduce per element): without a host channel the processes'
+// own vectors are not kept apart.
+func (c *ncclCoordinator) gather(local []float64) ([][]float64, error) {
+	out := make([]float64, len(local))
+	for i, v := range local {
+		m, err := c.reduce(v, reduceMax)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return [][]float64{out}, nil
 }
 
 // gatherDevices all-gathers every rank's description (JSON in a fixed

@@ -480,6 +480,14 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 		return Cell{}, err
 	}
 
+	var ev *iterEvents // per-iteration timing (-I)
+	if o.PerIterTiming && o.Graph == 0 {
+		var err error
+		if ev, err = b.newIterEvents(o.Iters); err != nil {
+			return Cell{}, err
+		}
+		defer ev.destroy()
+	}
 	var collOnly time.Duration
 	start := time.Now()
 	loop := func() error {
@@ -493,6 +501,11 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 			}
 			if o.AggIters > 1 {
 				if err := nccl.GroupStart(); err != nil {
+					return err
+				}
+			}
+			if ev != nil {
+				if err := b.recordIter(ev, iter, false); err != nil {
 					return err
 				}
 			}
@@ -517,11 +530,19 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 				if err := b.syncStreams(); err != nil {
 					return err
 				}
+				if ev != nil {
+					if err := b.recordIter(ev, iter, true); err != nil {
+						return err
+					}
+				}
 				collOnly += time.Since(start) - t0
 				if err := b.coord.barrier(); err != nil {
 					return err
 				}
 			}
+		}
+		if ev != nil && !ev.paired {
+			return b.recordIter(ev, o.Iters, false)
 		}
 		return nil
 	}
@@ -548,7 +569,7 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 		if err != nil {
 			return Cell{}, err
 		}
-		return b.finish(inPlace, cpu, elapsed)
+		return b.finish(inPlace, cpu, elapsed, nil)
 	}
 	if err := loop(); err != nil {
 		return Cell{}, err
@@ -564,11 +585,24 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 	if o.Blocking == 3 {
 		elapsed = collOnly
 	}
-	return b.finish(inPlace, cpu, elapsed)
+	var iterTimes []float64
+	if ev != nil {
+		// completeColl leaves the streams alone in blocking mode.
+		if o.Blocking != 0 && o.AggIters <= 1 {
+			if err := b.syncStreams(); err != nil {
+				return Cell{}, err
+			}
+		}
+		var err error
+		if iterTimes, err = ev.times(o.AggIters); err != nil {
+			return Cell{}, err
+		}
+	}
+	return b.finish(inPlace, cpu, elapsed, iterTimes)
 }
 
 // finish turns the timed loop's durations into a cell and checks the data.
-func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
+func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration, iterTimes []float64) (Cell, error) {
 	o := &b.opts
 	n := float64(o.Iters * o.AggIters)
 	cpuSec := cpu.Seconds() / n
@@ -585,6 +619,11 @@ func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
 		return Cell{}, err
 	}
 	cell := Cell{AlgBW: alg, BusBW: bus, Time: deltaSec * 1e6}
+	if iterTimes != nil {
+		if cell.PerIter, err = b.perIter(iterTimes); err != nil {
+			return Cell{}, err
+		}
+	}
 	if o.CPUTime {
 		cell.Time = cpuSec * 1e6
 	}
