@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/rendezvous"
 )
 
@@ -34,11 +35,44 @@ func CommConfig(test string) *nccl.Config {
 // (NCCL 2.30.3 and NCCL_MULTI_RANK_GPU_ENABLE=1). Close destroys the
 // communicators.
 func LocalWorld(ctx context.Context, devices []int, cfg *nccl.Config) (*World, error) {
+	before := freeMemory(devices)
 	comms, err := nccl.InitAllContext(ctx, devices, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &World{Comms: comms, NProcs: 1, owned: true}, nil
+	return &World{Comms: comms, NProcs: 1, owned: true, InitMemory: usedSince(devices, before)}, nil
+}
+
+// freeMemory is each device's free memory (0 where unknown).
+func freeMemory(devices []int) []uint64 {
+	out := make([]uint64, len(devices))
+	for i, d := range devices {
+		out[i], _, _ = cuda.Device(d).MemInfo()
+	}
+	return out
+}
+
+// usedSince is the most memory any device lost since before.
+func usedSince(devices []int, before []uint64) int64 {
+	var most int64
+	for i, f := range freeMemory(devices) {
+		if before[i] != 0 && f != 0 {
+			most = max(most, int64(before[i])-int64(f))
+		}
+	}
+	return most
+}
+
+// CommConfig is the communicator configuration of a run with these
+// options: [CommConfig] of the test, with the CTA policy of -x
+// (NCCL_CTA_POLICY flags; the binding refuses a policy the loaded NCCL
+// lacks).
+func (o *Options) CommConfig() *nccl.Config {
+	cfg := CommConfig(o.Test)
+	if o.CTAPolicy >= 0 {
+		cfg.CTAPolicy = nccl.Ptr(nccl.CTAPolicy(o.CTAPolicy))
+	}
+	return cfg
 }
 
 // LocalDevices are the devices of nccl-tests' -g n for the process at
@@ -72,12 +106,18 @@ func JobWorld(ctx context.Context, job *rendezvous.Job, device int, cfg *nccl.Co
 	if err != nil {
 		return nil, err
 	}
+	var devs []int
+	if d, err := s.Device(); err == nil {
+		devs = []int{d}
+	}
+	before := freeMemory(devs)
 	comm, err := s.Communicator(ctx, nil)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	return &World{Comms: []*nccl.Communicator{comm}, Proc: s.Job.Rank, NProcs: s.Job.WorldSize, Host: s, owned: true, session: s}, nil
+	return &World{Comms: []*nccl.Communicator{comm}, Proc: s.Job.Rank, NProcs: s.Job.WorldSize, Host: s, owned: true, session: s,
+		InitMemory: usedSince(devs, before)}, nil
 }
 
 // CollapsedWorld reports why a job of one rank looks like it was meant to

@@ -1,0 +1,75 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/internal/faketest"
+)
+
+// -u, -R 1, -R 2 and -M on the fake: results still right, the buffers
+// misaligned by whole elements, registered, and the memory line printed.
+func TestUnalignedRegisteredMemoryReport(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		w, err := LocalWorld(context.Background(), []int{0}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		for _, tc := range []struct {
+			name string
+			mod  func(o *Options)
+			want string
+		}{
+			{"-u 3", func(o *Options) { o.Unaligned, o.Type = 3, "all" }, "unalign: 3"},
+			{"-R 1", func(o *Options) { o.Register = 1 }, "Out of bounds values : 0 OK"},
+			{"-R 2", func(o *Options) { o.Register = 2 }, "Out of bounds values : 0 OK"},
+			{"-M 1", func(o *Options) { o.MemoryReport = true }, "# GPU memory usage     : Initialization "},
+		} {
+			o := DefaultOptions("all_gather")
+			o.MinBytes, o.MaxBytes, o.StepFactor, o.Iters = 1024, 64<<10, 8, 2
+			tc.mod(&o)
+			var out bytes.Buffer
+			rep, err := Run(context.Background(), o, w, &TableWriter{W: &out})
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if rep.Errors != 0 || !strings.Contains(out.String(), tc.want) {
+				t.Errorf("%s: %d errors, no %q in\n%s", tc.name, rep.Errors, tc.want, out.String())
+			}
+			if o.MemoryReport && (rep.Memory == nil || rep.Memory.Buffers < 2*64<<10) {
+				t.Errorf("-M: %+v, want at least the two 64 KiB buffers", rep.Memory)
+			}
+		}
+	})
+}
+
+// The misalignment is whole elements of each type, from the allocation.
+func TestUnalignedOffsets(t *testing.T) {
+	b := &bench{opts: Options{Unaligned: 3}, ranks: []*rankState{{sendAlloc: 0x10000, recvAlloc: 0x20000}}}
+	for _, tc := range []struct {
+		dt   string
+		want uintptr
+	}{{"int8", 3}, {"half", 6}, {"float", 12}, {"double", 24}} {
+		dt, _ := lookupType(tc.dt)
+		b.misalign(dt)
+		if r := b.ranks[0]; r.send != 0x10000+tc.want || r.recv != 0x20000+tc.want {
+			t.Errorf("%s: send %#x recv %#x, want +%d", tc.dt, r.send, r.recv, tc.want)
+		}
+	}
+}
+
+// -x sets the communicator's CTA policy; -1 leaves NCCL's default.
+func TestCommConfigCTAPolicy(t *testing.T) {
+	o := DefaultOptions("all_reduce")
+	if cfg := o.CommConfig(); cfg.CTAPolicy != nil {
+		t.Errorf("default: CTA policy %v, want unset", *cfg.CTAPolicy)
+	}
+	o.CTAPolicy = 1
+	if cfg := o.CommConfig(); cfg.CTAPolicy == nil || *cfg.CTAPolicy != nccl.CTAPolicyEfficiency {
+		t.Errorf("-x 1: CTA policy %v", cfg.CTAPolicy)
+	}
+}
