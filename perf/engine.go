@@ -542,6 +542,11 @@ func (b *bench) timeTest(dt dataType, op redOp, root int, report *Report, rep Re
 			if row.InPlace, err = b.benchTime(true); err != nil {
 				return b.fail(size, "in-place", err)
 			}
+			if o.Ceiling {
+				if row.Ceiling, err = b.ceiling(); err != nil {
+					return b.fail(size, "ceiling", err)
+				}
+			}
 			report.Rows = append(report.Rows, row)
 			rep.Row(b.coll.name, &report.Rows[len(report.Rows)-1])
 		}

@@ -73,3 +73,32 @@ func TestCommConfigCTAPolicy(t *testing.T) {
 		t.Errorf("-x 1: CTA policy %v", cfg.CTAPolicy)
 	}
 }
+
+// Options.Ceiling: on one rank every row gets the device memcpy limit of
+// its bytes; hypercube (no bytes moved on one rank) none.
+func TestCeilingOneRank(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		w, err := LocalWorld(context.Background(), []int{0}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		for _, test := range []string{"all_reduce", "all_gather", "hypercube"} {
+			o := DefaultOptions(test)
+			o.MinBytes, o.MaxBytes, o.StepFactor, o.Iters, o.Ceiling = 1024, 64<<10, 8, 3, true
+			rep, err := Run(context.Background(), o, w, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rep.Rows {
+				c := r.Ceiling
+				switch {
+				case test == "hypercube" && c != nil:
+					t.Errorf("hypercube: ceiling %+v, want none", c)
+				case test != "hypercube" && (c == nil || c.Path != "device memcpy" || !(c.AlgBW > 0)):
+					t.Errorf("%s %d: ceiling %+v", test, r.Size, c)
+				}
+			}
+		}
+	})
+}

@@ -79,6 +79,11 @@ type Options struct {
 	// communicator init (when the World measured it), for the buffers, and
 	// during the collectives.
 	MemoryReport bool
+	// Ceiling measures, beside each row, the bandwidth limit of the path
+	// it measured where known (Row.Ceiling): on one rank, a device memcpy
+	// of the same bytes. Not an nccl-tests option; it adds that copy's
+	// time to the run.
+	Ceiling bool
 	// CTAPolicy is the communicator's NCCL_CTA_POLICY flags (-x; -1 leaves
 	// NCCL's default). It takes effect through [Options.CommConfig].
 	CTAPolicy int

@@ -102,6 +102,9 @@ type Row struct {
 	Root       int    // -1 when the test has no root
 	OutOfPlace Cell
 	InPlace    Cell
+	// Ceiling is the limit of the measured path, where known and asked
+	// for (Options.Ceiling; nil otherwise).
+	Ceiling *Ceiling
 }
 
 // Report is a whole run.
