@@ -490,6 +490,10 @@ func firstTable(rep Reporter) (*TableWriter, bool) {
 func (b *bench) setSize(size uint64) {
 	b.elt = uint64(b.dt.dt.Size())
 	b.cnt = b.coll.counts(size/b.elt, b.elt, b.nranks)
+	if b.coll.kind == collAllToAllV {
+		v := alltoallvCount(b.cnt.param, b.elt, b.nranks, b.opts.AlltoallvSpread)
+		b.cnt.send, b.cnt.recv = v, v
+	}
 	b.total = max(b.sendBytes(), b.expectedBytes())
 	b.steps = 1
 	if b.total != 0 {
@@ -1019,6 +1023,8 @@ func (b *bench) call(r *rankState, op nccl.RedOp, inPlace bool, send, recv uintp
 			}
 			return c.Recv(b.sub(rb, recv, count), (r.rank-1+n)%n, s)
 		})
+	case collAllToAllV:
+		return b.alltoallv(r, sb, rb, send, recv)
 	case collHypercube:
 		size := count * elt
 		if own := recv + uintptr(uint64(r.rank)*size); own != send {
@@ -1196,6 +1202,8 @@ func (b *bench) outLayout(q int, inPlace bool) layout {
 		return blocks(func(p int) segment { return in(p, uint64(q)*param, param) })
 	case "sendrecv":
 		return layout{in((q-1+n)%n, 0, total)}
+	case "alltoallv":
+		return b.alltoallvLayout(q)
 	}
 	return zero
 }
