@@ -102,3 +102,62 @@ func TestCeilingOneRank(t *testing.T) {
 		}
 	})
 }
+
+// NCCL_TESTS_SPLIT_MASK and NCCL_TESTS_SPLIT give nccl-tests' colours.
+func TestSplitColor(t *testing.T) {
+	env := func(k, v string) func(string) string {
+		return func(name string) string {
+			if name == k {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		key, val    string
+		proc, color int
+	}{
+		{"NCCL_TESTS_SPLIT_MASK", "0x6", 7, 6},
+		{"NCCL_TESTS_SPLIT_MASK", "3", 5, 1},
+		{"NCCL_TESTS_SPLIT", "AND 1", 5, 1},
+		{"NCCL_TESTS_SPLIT", "&0x2", 6, 2},
+		{"NCCL_TESTS_SPLIT", "or 8", 5, 13},
+		{"NCCL_TESTS_SPLIT", "|1", 4, 5},
+		{"NCCL_TESTS_SPLIT", "MOD 4", 7, 3},
+		{"NCCL_TESTS_SPLIT", "%2", 7, 1},
+		{"NCCL_TESTS_SPLIT", "DIV 4", 7, 1},
+		{"NCCL_TESTS_SPLIT", "/8", 17, 2},
+	} {
+		c, split, err := SplitColor(tc.proc, env(tc.key, tc.val))
+		if err != nil || !split || c != tc.color {
+			t.Errorf("%s=%q, process %d: colour %d %v %v, want %d", tc.key, tc.val, tc.proc, c, split, err, tc.color)
+		}
+	}
+	if _, split, err := SplitColor(3, env("X", "")); split || err != nil {
+		t.Errorf("no variable: split %v, %v", split, err)
+	}
+	for _, bad := range []string{"XOR 1", "MOD 0", "DIV x", "AND"} {
+		if _, _, err := SplitColor(3, env("NCCL_TESTS_SPLIT", bad)); err == nil {
+			t.Errorf("NCCL_TESTS_SPLIT=%q accepted", bad)
+		}
+	}
+	if _, _, err := SplitColor(3, env("NCCL_TESTS_SPLIT_MASK", "zz")); err == nil {
+		t.Error("NCCL_TESTS_SPLIT_MASK=zz accepted")
+	}
+}
+
+// Every unsupported feature says why; none of the options done is listed.
+func TestUnsupportedListed(t *testing.T) {
+	done := map[string]bool{"-I": true, "-K": true, "-R": true, "-S": true, "-M": true, "-u": true, "-x": true}
+	for _, f := range Unsupported {
+		if f.Name == "" || len(f.Reason) < 20 {
+			t.Errorf("%+v: no name or reason", f)
+		}
+		if done[f.Flag] || strings.Contains(f.Name, "SPLIT") || strings.Contains(f.Name, "SPREAD") {
+			t.Errorf("%s %s is listed unsupported but done", f.Flag, f.Name)
+		}
+	}
+	if _, ok := lookupTest("alltoallv"); !ok {
+		t.Error("alltoallv missing")
+	}
+}
