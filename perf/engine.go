@@ -491,7 +491,7 @@ func (b *bench) setSize(size uint64) {
 	b.elt = uint64(b.dt.dt.Size())
 	b.cnt = b.coll.counts(size/b.elt, b.elt, b.nranks)
 	if b.coll.kind == collAllToAllV {
-		v := alltoallvCount(b.cnt.param, b.elt, b.nranks, b.opts.AlltoallvSpread)
+		v := alltoallvCount(b.cnt.param, b.elt, b.nranks, b.opts.spread())
 		b.cnt.send, b.cnt.recv = v, v
 	}
 	b.total = max(b.sendBytes(), b.expectedBytes())
