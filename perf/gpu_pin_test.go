@@ -202,3 +202,24 @@ func TestGPUFeaturesOneRank(t *testing.T) {
 		}
 	}
 }
+
+// -t 2 on GPU 0: two threads, each driving a one-rank communicator of its
+// own, meeting at the thread barriers.
+func TestGPUThreads(t *testing.T) {
+	gputest.Require(t)
+	var comms []*nccl.Communicator
+	for range 2 {
+		w, err := perf.LocalWorld(context.Background(), []int{0}, perf.CommConfig("all_reduce"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		comms = append(comms, w.Comms...)
+	}
+	o := sweep("all_reduce")
+	o.Threads, o.PerIterTiming = 2, true
+	rep := runChecked(t, &perf.World{Comms: comms, NProcs: 1}, o)
+	if len(rep.Devices) != 2 {
+		t.Errorf("%d device lines, want one per thread", len(rep.Devices))
+	}
+}

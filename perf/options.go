@@ -15,6 +15,9 @@ import (
 type Options struct {
 	// Test is the collective: one of Tests.
 	Test string
+	// Threads is the number of threads of this process (-t; 0 and 1: one),
+	// each driving GPUs of the World's communicators, in order.
+	Threads int
 	// GPUs is the number of GPUs (ranks) this process drives (-g): devices
 	// first..first+GPUs-1, where first is NCCL_TESTS_DEVICE when set, else
 	// localRank*GPUs. Devices, when set, lists them instead (a device may
@@ -238,6 +241,8 @@ func (o *Options) Validate() error {
 		return &OptionError{opt, fmt.Sprint(v), reason}
 	}
 	switch {
+	case o.Threads < 0:
+		return bad("-t", o.Threads, "negative")
 	case o.GPUs < 1 && len(o.Devices) == 0:
 		return bad("-g", o.GPUs, "need at least 1 GPU")
 	case o.MinBytes > o.MaxBytes:
