@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -46,7 +47,9 @@ func (r *rawConn) expectClosed(d time.Duration) {
 	r.t.Helper()
 	r.nc.SetReadDeadline(time.Now().Add(d))
 	_, err := io.Copy(io.Discard, r.nc)
-	if err != nil {
+	// A server that stops reading in the middle of what was sent closes with
+	// a reset: that is closed too.
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
 		r.t.Fatalf("connection not closed by the server within %v: %v", d, err)
 	}
 }
@@ -119,7 +122,7 @@ func TestServerBadInput(t *testing.T) {
 }
 
 func TestServerTruncatedMessage(t *testing.T) {
-	srv := startServer(t, &ServerOptions{MessageTimeout: 200 * time.Millisecond})
+	srv := startServer(t, &ServerOptions{MessageTimeout: 200 * time.Millisecond, HandshakeTimeout: 200 * time.Millisecond})
 	good := dialTest(t, srv, nil)
 	ctx := context.Background()
 	good.Set(ctx, "keep", []byte("safe"))
