@@ -135,6 +135,12 @@ func (j *Job) String() string {
 	return s
 }
 
+// MaxWorldSize is the largest world size FromEnv accepts: 2^20 ranks, far
+// above any job NCCL has run, and small enough that a per-rank table of
+// the job (Session.AllGather's) cannot exhaust memory by itself. A larger
+// value is an *EnvError.
+const MaxWorldSize = 1 << 20
+
 // EnvError is a job environment FromEnv cannot use: a value missing, out of
 // range or contradicting another. It names the variables read and their
 // values.
@@ -626,6 +632,9 @@ func (r *reader) complete(j *Job, f *found, ppid int) error {
 	if f.size < 1 {
 		return r.fail("world size %s=%d is not positive", f.sizeName, f.size)
 	}
+	if f.size > MaxWorldSize {
+		return r.fail("world size %s=%d is above %d, the most ranks this package runs", f.sizeName, f.size, MaxWorldSize)
+	}
 	if f.rank >= f.size {
 		return r.fail("rank %d (%s) is not below the world size %d (%s)", f.rank, f.rankName, f.size, f.sizeName)
 	}
@@ -670,6 +679,11 @@ func (r *reader) complete(j *Job, f *found, ppid int) error {
 	}
 	if f.nodes == 0 && (oneNode || f.size == 1) {
 		f.nodes = 1
+		if f.node >= 1 {
+			// A node rank set beside a count found only now ("one node").
+			return r.fail("node rank %d (%s) is not below the number of nodes, 1 (all %d ranks are on one node)",
+				f.node, f.nodeName, f.size)
+		}
 	}
 	j.Rank, j.WorldSize, j.LocalRank, j.LocalWorldSize = f.rank, f.size, f.localRank, f.localSize
 	j.NodeRank, j.NumNodes = f.node, f.nodes
@@ -681,8 +695,8 @@ func (r *reader) complete(j *Job, f *found, ppid int) error {
 		j.JobID = "ppid-" + strconv.Itoa(ppid)
 	}
 	if v, ok := r.get(EnvStoreAddr); ok {
-		if _, _, err := net.SplitHostPort(v); err != nil {
-			return r.fail("%s=%q is not host:port", EnvStoreAddr, v)
+		if err := addrProblem(v); err != nil {
+			return r.fail("%s=%q is not host:port with a usable port: %v", EnvStoreAddr, v, err)
 		}
 		j.StoreAddr = v
 		j.StorePrefix = ""
@@ -713,6 +727,11 @@ func (r *reader) complete(j *Job, f *found, ppid int) error {
 	}
 	if f.port > 65535 {
 		return r.fail("master port %d is not a TCP port", f.port)
+	}
+	if f.addr != "" && f.size > 1 && j.StoreAddr == "" {
+		if err := addrProblem(net.JoinHostPort(f.addr, strconv.Itoa(max(f.port, 1)))); err != nil {
+			return r.fail("master address %q is not usable: %v", f.addr, err)
+		}
 	}
 	j.MasterAddr, j.MasterPort = f.addr, f.port
 	j.StoreSecret, _ = r.get(EnvStoreSecret)
@@ -780,11 +799,16 @@ func FirstHost(list string) (string, error) {
 	return hosts[0], nil
 }
 
+// MaxNodeListNames bounds ExpandNodeList without a max: a longer list is an
+// error, not an exhausted memory.
+const MaxNodeListNames = 1 << 20
+
 // ExpandNodeList expands a Slurm node list ("a[1-3,07],b,c[1-2]-ib[0-1]")
 // into host names, in Slurm's order, stopping after max names (max <= 0:
-// all).
+// all, at most MaxNodeListNames). It makes only the names it returns: the
+// first host of a list of 10^7 names costs what one name costs, and a
+// range ending at the largest integer neither overflows nor loops.
 func ExpandNodeList(list string, max int) ([]string, error) {
-	var out []string
 	depth, start := 0, 0
 	var items []string
 	for i, c := range list {
@@ -807,41 +831,56 @@ func ExpandNodeList(list string, max int) ([]string, error) {
 		return nil, fmt.Errorf("node list %q: unbalanced [", list)
 	}
 	items = append(items, list[start:])
+	limit := max
+	if limit <= 0 {
+		limit = MaxNodeListNames + 1
+	}
+	var out []string
 	for _, it := range items {
 		it = strings.TrimSpace(it)
 		if it == "" {
 			continue
 		}
-		names, err := expandHost(it, max-len(out))
+		_, err := expandHost(it, "", func(name string) bool {
+			out = append(out, name)
+			return len(out) < limit
+		})
 		if err != nil {
 			return nil, fmt.Errorf("node list %q: %v", list, err)
 		}
-		out = append(out, names...)
-		if max > 0 && len(out) >= max {
-			return out[:max], nil
+		if len(out) >= limit {
+			if max <= 0 {
+				return nil, fmt.Errorf("node list %q: more than %d names", list, MaxNodeListNames)
+			}
+			return out, nil
 		}
 	}
 	return out, nil
 }
 
-// expandHost expands one item with bracketed ranges, up to max names.
-func expandHost(item string, max int) ([]string, error) {
+// expandHost calls yield with each name of item (with bracketed ranges),
+// after prefix, until yield returns false; it reports whether to go on.
+func expandHost(item, prefix string, yield func(string) bool) (bool, error) {
 	open := strings.IndexByte(item, '[')
 	if open < 0 {
-		return []string{item}, nil
+		return yield(prefix + item), nil
 	}
 	end := strings.IndexByte(item[open:], ']')
 	if end < 0 {
-		return nil, fmt.Errorf("%q: unbalanced [", item)
+		return false, fmt.Errorf("%q: unbalanced [", item)
 	}
 	end += open
-	prefix, ranges, rest := item[:open], item[open+1:end], item[end+1:]
-	tails, err := expandHost(rest, 0)
-	if err != nil {
-		return nil, err
+	head, ranges, rest := item[:open], item[open+1:end], item[end+1:]
+	if strings.IndexByte(head, ']') >= 0 || strings.IndexByte(ranges, '[') >= 0 {
+		return false, fmt.Errorf("%q: nested or unbalanced brackets", item)
 	}
-	var out []string
-	for _, rg := range strings.Split(ranges, ",") {
+	parts := strings.Split(ranges, ",")
+	type span struct {
+		a, b  int
+		width int
+	}
+	spans := make([]span, len(parts))
+	for i, rg := range parts {
 		lo, hi, isRange := strings.Cut(rg, "-")
 		if !isRange {
 			hi = lo
@@ -849,19 +888,26 @@ func expandHost(item string, max int) ([]string, error) {
 		a, err1 := strconv.Atoi(lo)
 		b, err2 := strconv.Atoi(hi)
 		if err1 != nil || err2 != nil || a > b || a < 0 {
-			return nil, fmt.Errorf("%q: bad range %q", item, rg)
+			return false, fmt.Errorf("%q: bad range %q", item, rg)
 		}
-		for n := a; n <= b; n++ {
-			num := fmt.Sprintf("%0*d", len(lo), n)
-			for _, t := range tails {
-				out = append(out, prefix+num+t)
-				if max > 0 && len(out) >= max {
-					return out, nil
-				}
+		spans[i] = span{a, b, len(lo)}
+	}
+	// Check the rest's brackets once, before any name is made.
+	if _, err := expandHost(rest, "", func(string) bool { return false }); err != nil {
+		return false, err
+	}
+	for _, sp := range spans {
+		for n := sp.a; ; n++ {
+			more, err := expandHost(rest, prefix+head+fmt.Sprintf("%0*d", sp.width, n), yield)
+			if err != nil || !more {
+				return false, err
+			}
+			if n == sp.b { // before n++, which would overflow at the largest int
+				break
 			}
 		}
 	}
-	return out, nil
+	return true, nil
 }
 
 // sortedInts formats ranks like "3, 5" (helper for messages).

@@ -302,19 +302,27 @@ func permanent(err error) bool {
 
 // checkAddr rejects, before any attempt, an address no retry can reach: not
 // host:port, a port that is not 1-65535 (or a known service name), or a host
-// written as an IP literal that is not one.
+// written as an IP literal that is not one. The error wraps
+// ErrInvalidArgument.
 func checkAddr(addr string) error {
+	if err := addrProblem(addr); err != nil {
+		return fmt.Errorf("%w: address %q: %v", ErrInvalidArgument, addr, err)
+	}
+	return nil
+}
+
+func addrProblem(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("%w: address %q is not host:port: %v", ErrInvalidArgument, addr, err)
+		return errors.New("not host:port")
 	}
 	if err := checkPort(port); err != nil {
-		return fmt.Errorf("%w: address %q: %v", ErrInvalidArgument, addr, err)
+		return err
 	}
 	h, _, _ := strings.Cut(host, "%")
 	literal := strings.Contains(h, ":") || (h != "" && strings.Trim(h, "0123456789.") == "")
 	if literal && net.ParseIP(h) == nil {
-		return fmt.Errorf("%w: address %q: host %q is not an IP address", ErrInvalidArgument, addr, host)
+		return fmt.Errorf("host %q is not an IP address", host)
 	}
 	return nil
 }
