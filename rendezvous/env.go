@@ -841,7 +841,7 @@ func ExpandNodeList(list string, max int) ([]string, error) {
 		if it == "" {
 			continue
 		}
-		_, err := expandHost(it, "", func(name string) bool {
+		err := expandHost(it, func(name string) bool {
 			out = append(out, name)
 			return len(out) < limit
 		})
@@ -858,56 +858,89 @@ func ExpandNodeList(list string, max int) ([]string, error) {
 	return out, nil
 }
 
-// expandHost calls yield with each name of item (with bracketed ranges),
-// after prefix, until yield returns false; it reports whether to go on.
-func expandHost(item, prefix string, yield func(string) bool) (bool, error) {
-	open := strings.IndexByte(item, '[')
-	if open < 0 {
-		return yield(prefix + item), nil
-	}
-	end := strings.IndexByte(item[open:], ']')
-	if end < 0 {
-		return false, fmt.Errorf("%q: unbalanced [", item)
-	}
-	end += open
-	head, ranges, rest := item[:open], item[open+1:end], item[end+1:]
-	if strings.IndexByte(head, ']') >= 0 || strings.IndexByte(ranges, '[') >= 0 {
-		return false, fmt.Errorf("%q: nested or unbalanced brackets", item)
-	}
-	parts := strings.Split(ranges, ",")
-	type span struct {
-		a, b  int
-		width int
-	}
-	spans := make([]span, len(parts))
-	for i, rg := range parts {
-		lo, hi, isRange := strings.Cut(rg, "-")
-		if !isRange {
-			hi = lo
-		}
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := strconv.Atoi(hi)
-		if err1 != nil || err2 != nil || a > b || a < 0 {
-			return false, fmt.Errorf("%q: bad range %q", item, rg)
-		}
-		spans[i] = span{a, b, len(lo)}
-	}
-	// Check the rest's brackets once, before any name is made.
-	if _, err := expandHost(rest, "", func(string) bool { return false }); err != nil {
-		return false, err
-	}
-	for _, sp := range spans {
-		for n := sp.a; ; n++ {
-			more, err := expandHost(rest, prefix+head+fmt.Sprintf("%0*d", sp.width, n), yield)
-			if err != nil || !more {
-				return false, err
+// nodeSpan is one range of a bracket ("07-09": 7 to 9, written 2 wide).
+type nodeSpan struct{ a, b, width int }
+
+// nodePart is a literal, or (spans set) a bracket of ranges.
+type nodePart struct {
+	lit   string
+	spans []nodeSpan
+}
+
+// parseHost splits one item ("rack[1-2]-n[01-02]") into literals and
+// brackets, checking every range before any name is made.
+func parseHost(item string) ([]nodePart, error) {
+	var parts []nodePart
+	for item != "" {
+		open := strings.IndexByte(item, '[')
+		if open < 0 {
+			if strings.IndexByte(item, ']') >= 0 {
+				return nil, fmt.Errorf("%q: unbalanced ]", item)
 			}
-			if n == sp.b { // before n++, which would overflow at the largest int
-				break
+			parts = append(parts, nodePart{lit: item})
+			break
+		}
+		end := strings.IndexByte(item[open:], ']')
+		if end < 0 {
+			return nil, fmt.Errorf("%q: unbalanced [", item)
+		}
+		end += open
+		head, ranges := item[:open], item[open+1:end]
+		if strings.IndexByte(head, ']') >= 0 || strings.IndexByte(ranges, '[') >= 0 {
+			return nil, fmt.Errorf("%q: nested or unbalanced brackets", item)
+		}
+		if head != "" {
+			parts = append(parts, nodePart{lit: head})
+		}
+		var spans []nodeSpan
+		for _, rg := range strings.Split(ranges, ",") {
+			lo, hi, isRange := strings.Cut(rg, "-")
+			if !isRange {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 != nil || err2 != nil || a > b || a < 0 {
+				return nil, fmt.Errorf("%q: bad range %q", item, rg)
+			}
+			spans = append(spans, nodeSpan{a, b, len(lo)})
+		}
+		parts = append(parts, nodePart{spans: spans})
+		item = item[end+1:]
+	}
+	return parts, nil
+}
+
+// expandHost calls yield with each name of item (with bracketed ranges), in
+// Slurm's order, until yield returns false.
+func expandHost(item string, yield func(string) bool) error {
+	parts, err := parseHost(item)
+	if err != nil {
+		return err
+	}
+	var walk func(i int, prefix string) bool
+	walk = func(i int, prefix string) bool {
+		if i == len(parts) {
+			return yield(prefix)
+		}
+		p := parts[i]
+		if p.spans == nil {
+			return walk(i+1, prefix+p.lit)
+		}
+		for _, sp := range p.spans {
+			for n := sp.a; ; n++ {
+				if !walk(i+1, prefix+fmt.Sprintf("%0*d", sp.width, n)) {
+					return false
+				}
+				if n == sp.b { // before n++, which would overflow at the largest int
+					break
+				}
 			}
 		}
+		return true
 	}
-	return true, nil
+	walk(0, "")
+	return nil
 }
 
 // sortedInts formats ranks like "3, 5" (helper for messages).

@@ -319,6 +319,9 @@ func addrProblem(addr string) error {
 	if err := checkPort(port); err != nil {
 		return err
 	}
+	if strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return fmt.Errorf("host %q has a space or a control character", host)
+	}
 	h, _, _ := strings.Cut(host, "%")
 	literal := strings.Contains(h, ":") || (h != "" && strings.Trim(h, "0123456789.") == "")
 	if literal && net.ParseIP(h) == nil {
