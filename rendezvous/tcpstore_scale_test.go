@@ -183,3 +183,63 @@ func scaleRound(tb testing.TB, addr string, n int, round string) {
 		}
 	}
 }
+
+// BenchmarkScalableInitExchange: n simulated ranks (goroutines, each with
+// its own TCP client under a WithPrefix of its own round) run the
+// communicator's check-in and unique-id exchange of NCCL's scalable init
+// (one id per DefaultRanksPerRoot ranks) against a server in a process of
+// its own. Every rank must end with every group's id.
+func BenchmarkScalableInitExchange(b *testing.B) {
+	for _, n := range []int{4096, 8192} {
+		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
+			srv := startScaleServer(b)
+			ngroups := (n + DefaultRanksPerRoot - 1) / DefaultRanksPerRoot
+			i := 0
+			for b.Loop() {
+				scaleExchange(b, srv.addr, n, ngroups, fmt.Sprint("init", i))
+				i++
+			}
+			b.ReportMetric(float64(srv.hwm(b))/(1<<20), "server-MB")
+		})
+	}
+}
+
+func scaleExchange(tb testing.TB, addr string, n, ngroups int, round string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	type result struct {
+		rank int
+		ids  [][]byte
+		err  error
+	}
+	res := make(chan result, n)
+	for rank := range n {
+		go func() {
+			c, err := Dial(ctx, addr, &DialOptions{Timeout: time.Minute})
+			if err != nil {
+				res <- result{rank, nil, err}
+				return
+			}
+			defer c.Close()
+			x := &exchange{store: WithPrefix(c, round), rank: rank, nranks: n, ngroups: ngroups,
+				info: fmt.Sprintf("sim:%d", rank),
+				newID: func() ([]byte, error) { return fakeID(rootGroup(rank, n, ngroups)), nil }}
+			ids, err := x.run(ctx)
+			res <- result{rank, ids, err}
+		}()
+	}
+	for range n {
+		r := <-res
+		if r.err != nil {
+			tb.Fatalf("rank %d: %v", r.rank, r.err)
+		}
+		if len(r.ids) != ngroups {
+			tb.Fatalf("rank %d: %d ids, want %d", r.rank, len(r.ids), ngroups)
+		}
+		for g, id := range r.ids {
+			if string(id) != string(fakeID(g)) {
+				tb.Fatalf("rank %d: group %d's id is wrong", r.rank, g)
+			}
+		}
+	}
+}

@@ -95,7 +95,7 @@ const (
 	maxRefusing           = 64 // "server full" answers being sent at once
 	refuseLinger          = 250 * time.Millisecond
 	pendingUnit           = 64 << 10
-	serverReadBuffer      = 16 << 10
+	serverReadBuffer      = 4 << 10
 	replyFlushSize        = 256 << 10
 )
 
