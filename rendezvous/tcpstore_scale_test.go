@@ -222,7 +222,7 @@ func scaleExchange(tb testing.TB, addr string, n, ngroups int, round string) {
 			}
 			defer c.Close()
 			x := &exchange{store: WithPrefix(c, round), rank: rank, nranks: n, ngroups: ngroups,
-				info: fmt.Sprintf("sim:%d", rank),
+				info:  fmt.Sprintf("sim:%d", rank),
 				newID: func() ([]byte, error) { return fakeID(rootGroup(rank, n, ngroups)), nil }}
 			ids, err := x.run(ctx)
 			res <- result{rank, ids, err}
