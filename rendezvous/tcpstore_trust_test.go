@@ -381,3 +381,64 @@ func TestDialFailsFastOnlyOnPermanentErrors(t *testing.T) {
 }
 
 func sprintf(f string, a ...any) string { return fmt.Sprintf(f, a...) }
+
+// MaxPendingBytes: requests being read hold at most the budget together;
+// a request that needs more waits within MessageTimeout, then its
+// connection is closed; the budget is whole again afterwards and a small
+// request is served meanwhile.
+func TestPendingBytesBudget(t *testing.T) {
+	srv := startServer(t, &ServerOptions{MaxPendingBytes: 128 << 10, MessageTimeout: 300 * time.Millisecond,
+		Logf: func(string, ...any) {}})
+	if cap(srv.pending) != 2 {
+		t.Fatalf("pending budget of %d units, want 2 (128 KiB)", cap(srv.pending))
+	}
+	good := dialTest(t, srv, nil)
+	r := rawDial(t, srv, true)
+	hdr := append(append(append([]byte{byte(qSet)}, u64(1)...), 'k'), u64(1<<20)...)
+	r.write(append(hdr, make([]byte, 256<<10)...)) // needs 3 units past the first 64 KiB
+	waitFor(t, "the large request to take the budget", func() bool { return len(srv.pending) == 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := good.Set(ctx, "small", []byte("x")); err != nil {
+		t.Fatalf("small Set while the budget is taken: %v", err)
+	}
+	r.expectClosed(10 * time.Second)
+	waitFor(t, "the budget to come back", func() bool { return len(srv.pending) == 0 })
+}
+
+// WriteTimeout: a client that does not read its reply is closed once the
+// reply has waited WriteTimeout.
+func TestWriteTimeoutClosesNonReader(t *testing.T) {
+	srv := startServer(t, &ServerOptions{WriteTimeout: 200 * time.Millisecond, Logf: func(string, ...any) {}})
+	good := dialTest(t, srv, nil)
+	ctx := context.Background()
+	if err := good.Set(ctx, "big", make([]byte, 8<<20)); err != nil {
+		t.Fatal(err)
+	}
+	r := rawDial(t, srv, true)
+	r.write(appendRequest(nil, &request{op: qGet, key: "/big"}))
+	waitFor(t, "the non-reader to be closed", func() bool { return srv.dropped.Load() == 1 })
+	r.expectClosed(10 * time.Second)
+	healthy2(t, good)
+}
+
+// MaxRequestBytes: a request larger than the bound (here a WAIT on many
+// keys, each within the key limit) closes its connection.
+func TestRequestBytesLimit(t *testing.T) {
+	if DefaultMaxRequestBytes != 64<<20 {
+		t.Fatalf("DefaultMaxRequestBytes = %d, the README says 64 MiB", DefaultMaxRequestBytes)
+	}
+	srv := startServer(t, &ServerOptions{MaxRequestBytes: 4 << 10, Logf: func(string, ...any) {}})
+	good := dialTest(t, srv, nil)
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = "/" + strings.Repeat("k", 60) + fmt.Sprint(i)
+	}
+	r := rawDial(t, srv, true)
+	r.write(appendRequest(nil, &request{op: qWait, keys: keys})) // about 7 KiB
+	r.expectClosed(10 * time.Second)
+	if srv.dropped.Load() == 0 {
+		t.Fatal("the oversized request was not refused")
+	}
+	healthy2(t, good)
+}
