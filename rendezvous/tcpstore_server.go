@@ -125,9 +125,8 @@ func (o *ServerOptions) normalized() ServerOptions {
 //
 // A connection that sends something that is not the protocol, breaks a limit,
 // or stops in the middle of a message is closed; the others are not affected
-// and nothing stored is lost. Connections (MaxConns), request sizes, the bytes
-// of requests being read (MaxPendingBytes) and the bytes stored
-// (MaxStoreBytes) are bounded.
+// and nothing stored is lost. What a connection can make the server hold is
+// bounded, before its handshake and after it: see [ServerOptions].
 //
 // # Compatible mode and secret mode
 //
@@ -159,6 +158,14 @@ func (o *ServerOptions) normalized() ServerOptions {
 // a Get in one round trip instead of torch's WAIT then GET. Nothing changes for
 // torch's clients, and this package's client falls back to WAIT then GET on
 // torch's servers.
+//
+// # torch versions
+//
+// torch's clients from 2.1 on are served. torch before 2.1 sends no
+// VALIDATE and numbers its commands one lower; such a client is closed at
+// once, with a log line naming a pre-2.1 torch peer ([ErrOldTorch]): its
+// protocol has no way to carry an error to it, so it sees the connection
+// closed.
 type Server struct {
 	ln      net.Listener
 	opts    ServerOptions
