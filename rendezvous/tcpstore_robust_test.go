@@ -240,7 +240,7 @@ func TestDialDeadAddress(t *testing.T) {
 	if !errors.As(err, &de) || !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("Dial dead address = %v, want *DialError matching ErrUnreachable", err)
 	}
-	if !strings.Contains(err.Error(), addr) || de.Elapsed < 200*time.Millisecond || de.Attempts < 2 {
+	if !strings.Contains(err.Error(), addr) || de.Elapsed < 100*time.Millisecond || de.Attempts < 2 {
 		t.Fatalf("error %q should name %s and the time tried (elapsed %v, attempts %d)", err, addr, de.Elapsed, de.Attempts)
 	}
 	if el > 2*time.Second {
