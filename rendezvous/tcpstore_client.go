@@ -110,10 +110,16 @@ type TCPStore struct {
 	nonce  atomic.Uint32
 }
 
-// Dial connects to the store at addr ("host:port"), retrying until opts.Timeout
-// or ctx ends; then it fails with a *DialError naming the address and how long
-// it tried. A server that refuses the client's secret (or lack of one) fails
-// at once with an error matching ErrUnauthorized. opts may be nil.
+// Dial connects to the store at addr ("host:port"), retrying what can go
+// away (connection refused while the server starts, resets, no answer, a
+// name not resolved yet, a full server: ErrServerFull) until opts.Timeout or
+// ctx ends; then it fails with a *DialError naming the address and how long
+// it tried. It fails at once, after at most one attempt, on what retrying
+// cannot fix: an address that is not host:port with a port 1-65535 or whose
+// host is a malformed IP literal (ErrInvalidArgument), a torch server older
+// than 2.1 (ErrOldTorch), a server that refuses the client's secret or lack
+// of one (ErrUnauthorized); and after three protocol errors in a row (not a
+// store). opts may be nil.
 func Dial(ctx context.Context, addr string, opts *DialOptions) (*TCPStore, error) {
 	var o DialOptions
 	if opts != nil {

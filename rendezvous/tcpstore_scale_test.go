@@ -243,3 +243,34 @@ func scaleExchange(tb testing.TB, addr string, n, ngroups int, round string) {
 		}
 	}
 }
+
+// TestScaleAgainst runs the rendezvous of BenchmarkRendezvousScale against
+// the store named by NCCL4GO_SCALE_ADDR ("host:port", e.g. torch's libuv
+// TCPStore; "go" for a Go server in a process of its own), with
+// NCCL4GO_SCALE_N clients (default 4096), three rounds, and prints one
+// "SCALE" line per round. It is for comparing the two servers on one
+// machine (the GPU machine has torch); without the variable it skips.
+func TestScaleAgainst(t *testing.T) {
+	addr := os.Getenv("NCCL4GO_SCALE_ADDR")
+	if addr == "" {
+		t.Skip("set NCCL4GO_SCALE_ADDR to a store's host:port (or \"go\") to compare servers")
+	}
+	n := 4096
+	if v := os.Getenv("NCCL4GO_SCALE_N"); v != "" {
+		n, _ = strconv.Atoi(v)
+	}
+	var srv *scaleServer
+	if addr == "go" {
+		srv = startScaleServer(t)
+		addr = srv.addr
+	}
+	for i := range 3 {
+		start := time.Now()
+		scaleRound(t, addr, n, fmt.Sprintf("cmp%d-%d", time.Now().UnixNano(), i))
+		fmt.Printf("SCALE server=%s clients=%d round=%d seconds=%.3f\n", os.Getenv("NCCL4GO_SCALE_ADDR"), n, i,
+			time.Since(start).Seconds())
+	}
+	if srv != nil {
+		fmt.Printf("SCALE server=go peak-rss-MB=%.1f\n", float64(srv.hwm(t))/(1<<20))
+	}
+}
