@@ -198,16 +198,30 @@ func TestRunInterrupted(t *testing.T) {
 	}
 }
 
+// A program that cannot start: exit 127 and an error naming it, no
+// summary (it printed a header with no rows).
 func TestRunNoSuchProgram(t *testing.T) {
-	_, _, err := launch(t, context.Background(), "-n", "2", "/nonexistent/program")
+	_, errs, err := launch(t, context.Background(), "-n", "2", "/nonexistent/program")
 	if code := exitCodeOf(t, err); code != 127 {
 		t.Errorf("exit status %d, want 127", code)
+	}
+	if !strings.Contains(err.Error(), "/nonexistent/program") {
+		t.Errorf("error %q does not name the program", err)
+	}
+	if strings.Contains(errs, "RANK") {
+		t.Errorf("a summary of ranks that never started:\n%s", errs)
 	}
 }
 
 func TestRunUsage(t *testing.T) {
 	for _, args := range [][]string{{}, {"-n", "0", "true"}, {"-nnodes", "2", "true"}, {"-nnodes", "2", "-node-rank", "2", "-master-port", "1", "true"},
-		{"-env", "NOEQUALS", "true"}, {"-bogus", "true"}} {
+		{"-env", "NOEQUALS", "true"}, {"-bogus", "true"},
+		// Sizes beyond any machine (a panic in makeslice), a world size that
+		// overflows, a key with a space.
+		{"-n", "70368744177664", "true"}, {"-n", "9223372036854775807", "true"},
+		{"-nnodes", "4611686018427387904", "-n", "4", "-master-port", "1", "true"},
+		{"-nnodes", "3074457345618258603", "-node-rank", "1", "-n", "3", "-master-port", "1", "true"},
+		{"-env", "A B=1", "true"}, {"-env", "1A=1", "true"}, {"-env", "A\x00=1", "true"}} {
 		_, _, err := launch(t, context.Background(), args...)
 		var uerr *usageError
 		if !errors.As(err, &uerr) {
