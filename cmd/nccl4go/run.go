@@ -33,14 +33,23 @@ the GPUs it sees); -bind-gpus shows each rank only its GPU instead.
 
 Every output line is prefixed with its rank. When a rank fails, the others
 get SIGTERM, then SIGKILL after -grace, and run exits with the failed rank's
-status (128+N for signal N). Ctrl-C and SIGTERM are forwarded to every rank.
-A summary (rank, status, duration) goes to stderr at the end.
+status (128+N for signal N). SIGINT (Ctrl-C), SIGTERM and SIGHUP are
+forwarded to every rank as received; a second one kills them. If nobody
+reads stdout any more, the ranks get SIGTERM (exit 141). A summary (rank,
+status, duration) goes to stderr at the end.
+
+On Linux nothing run starts outlives it: what a rank leaves behind when it
+ends (in its process group or not) gets SIGTERM, then SIGKILL after -grace,
+and run returns only when all of it is gone; if run itself dies (even by
+SIGKILL), the ranks and all they started get the same. Elsewhere only each
+rank's process group is signalled.
 
 Several nodes: run one launcher per node with the same -nnodes, -master-addr
 and -master-port, and each node's -node-rank; node 0 hosts the store on
 -store-port of its -master-addr (default master port + 1), and MASTER_PORT is
 left to torch's rank 0. Set NCCL4GO_STORE_SECRET to the same value on every
-node to protect the store (one node alone makes up a random secret).
+node to protect the store (one node alone makes up a random secret; several
+without one are warned that the store is open).
 
 Values of -env may use {rank}, {local_rank}, {node_rank}, {world_size}.
 Several ranks on one GPU need -hostid-per-rank (NCCL_HOSTID distinct per
@@ -68,9 +77,9 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs := newFlagSet("run", "[flags] PROGRAM [ARGS...]", runAbout)
-	fs.IntVar(&f.nproc, "n", 1, "number of processes (ranks) on this node")
+	fs.IntVar(&f.nproc, "n", 1, "number of processes (ranks) on this node, at most 65536")
 	fs.IntVar(&f.nproc, "nproc-per-node", 1, "same as -n (torchrun's name)")
-	fs.IntVar(&f.nnodes, "nnodes", 1, "number of nodes, each running one launcher")
+	fs.IntVar(&f.nnodes, "nnodes", 1, "number of nodes, each running one launcher (nnodes × n at most 16777216)")
 	fs.IntVar(&f.nodeRank, "node-rank", 0, "this node's index, 0 to nnodes-1")
 	fs.StringVar(&f.masterAddr, "master-addr", "127.0.0.1", "address of node 0 (MASTER_ADDR)")
 	fs.IntVar(&f.masterPort, "master-port", 0, "MASTER_PORT; 0: a free port (one node only)")
@@ -80,7 +89,7 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.bindGPUs, "bind-gpus", false, "set CUDA_VISIBLE_DEVICES of each rank to its one GPU")
 	fs.BoolVar(&f.noPrefix, "no-prefix", false, "do not prefix output lines with the rank")
 	fs.BoolVar(&f.quiet, "quiet", false, "print the summary only when a rank failed")
-	fs.Var(&f.env, "env", "KEY=VALUE for every rank, repeatable; VALUE may use {rank}, {local_rank}, {node_rank}, {world_size}")
+	fs.Var(&f.env, "env", "KEY=VALUE for every rank, repeatable; KEY: letters, digits, _; VALUE may use {rank}, {local_rank}, {node_rank}, {world_size}")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.usage(stdout)

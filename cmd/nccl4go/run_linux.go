@@ -93,13 +93,15 @@ func watchRank(p *rankProc, events chan<- rankEvent) {
 			events <- rankEvent{p: p, exit: e, end: time.Now()}
 		}
 	}
+	if exit == nil && pgid > 0 {
+		// The supervisor died (killed from outside) before the rank
+		// ended: the rank got SIGKILL (Pdeathsig); kill the rest of its
+		// group, which holds the output pipes open. Processes that left
+		// the group are beyond reach now.
+		syscall.Kill(-pgid, syscall.SIGKILL) //nolint:errcheck // it may be gone
+	}
 	p.cmd.Wait() //nolint:errcheck // its state is what matters
 	if exit == nil {
-		// The supervisor itself died (killed from outside) before the
-		// rank ended: the rank got SIGKILL (Pdeathsig); kill its group.
-		if pgid > 0 {
-			syscall.Kill(-pgid, syscall.SIGKILL) //nolint:errcheck // it may be gone
-		}
 		events <- rankEvent{p: p, exit: exitOf(p.cmd.ProcessState), end: time.Now()}
 	}
 	p.sys.ctl.Close()

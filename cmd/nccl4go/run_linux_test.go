@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,5 +94,29 @@ func TestRunNoLeftoversLauncherKilled(t *testing.T) {
 	}
 	if strings.Contains(l.stdout.String(), "panic") {
 		t.Errorf("output: %s", l.stdout.String())
+	}
+}
+
+// A supervisor killed from outside (SIGKILL): its rank dies with it
+// (Pdeathsig), the launcher kills what is left of the rank's group, counts
+// the rank as failed and stops the others.
+func TestRunSupervisorKilled(t *testing.T) {
+	requireSh(t)
+	dir := t.TempDir()
+	l := startLauncher(t, "run", "-n", "2", "-grace", "300ms", "-env", "DIR="+dir, "sh", "-c",
+		`(trap '' INT TERM HUP; exec sleep 300) & echo "$$ $!" > "$DIR/pids.$RANK"; echo $PPID > "$DIR/sup.$RANK"; while :; do sleep 0.05; done`)
+	waitFiles(t, 10*time.Second, filepath.Join(dir, "pids.0"), filepath.Join(dir, "pids.1"), filepath.Join(dir, "sup.0"))
+	pids := pidsIn(t, dir)
+	b, _ := os.ReadFile(filepath.Join(dir, "sup.0"))
+	sup, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(sup, syscall.SIGKILL)
+	if code := l.wait(t, 20*time.Second); code != 137 {
+		t.Errorf("exit status %d, want 137", code)
+	}
+	if live := survivors(pids, 0); len(live) > 0 {
+		t.Errorf("%d processes outlived the launcher:%s", len(live), describePids(live))
 	}
 }

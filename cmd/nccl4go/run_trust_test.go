@@ -124,7 +124,8 @@ func alive(pid int) bool {
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return !errors.Is(err, os.ErrNotExist) // no /proc: trust kill
+		_, noProc := os.Stat("/proc/self")
+		return noProc != nil // no /proc: trust kill; else it has just gone
 	}
 	s := string(b)
 	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
@@ -227,6 +228,10 @@ func TestRunStdoutReaderGone(t *testing.T) {
 	}
 	t.Logf("launcher: %v\nstderr:\n%s", err, stderr.String())
 	errs := stderr.String()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 141 {
+		t.Errorf("launcher: %v, want exit status 141", err)
+	}
 	for rank := range 2 {
 		if !strings.Contains(errs, fmt.Sprintf("rank %d got TERM", rank)) {
 			t.Errorf("rank %d was not given SIGTERM and its grace", rank)
@@ -258,5 +263,76 @@ func TestRunWarnsWithoutSecret(t *testing.T) {
 	_, errs, _ = launch(t, context.Background(), "true")
 	if strings.Contains(errs, "warning") {
 		t.Errorf("a warning on one node:\n%s", errs)
+	}
+}
+
+// One Ctrl-C that both cancels the context (main's NotifyContext) and
+// reaches the launcher's own signal channel gives the ranks their grace:
+// no SIGKILL (it did, when the two arrived context first).
+func TestRunOneInterruptKeepsGrace(t *testing.T) {
+	requireSh(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, func() {
+		cancel()
+		time.Sleep(20 * time.Millisecond)
+		syscall.Kill(os.Getpid(), syscall.SIGINT)
+	})
+	_, errs, _ := launch(t, ctx, "-n", "2", "-grace", "3s", "sh", "-c", `trap 'sleep 1; exit 0' INT TERM; sleep 30 & wait`)
+	if strings.Contains(errs, "SIGKILL") {
+		t.Errorf("one interrupt killed ranks with SIGKILL:\n%s", errs)
+	}
+}
+
+// While ranks take their grace after a cancel, the launcher waits without
+// spinning.
+func TestRunNoSpinAfterCancel(t *testing.T) {
+	requireSh(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	start := time.Now()
+	launch(t, ctx, "-n", "2", "-grace", "2s", "sh", "-c", `trap 'sleep 1.5; exit 0' TERM; sleep 30 & wait`)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+	if wall := time.Since(start); cpu > wall/2 {
+		t.Errorf("the launcher burned %v of CPU in %v", cpu, wall)
+	}
+}
+
+// A second signal ends the grace: the ranks are killed at once.
+func TestRunSecondSignalKills(t *testing.T) {
+	requireSh(t)
+	dir := t.TempDir()
+	l := startLauncher(t, "run", "-n", "2", "-grace", "60s", "-env", "DIR="+dir, "sh", "-c",
+		`trap 'echo "rank $RANK ignores it"' INT TERM; echo "$RANK" > "$DIR/ready.$RANK"; while :; do sleep 0.02; done`)
+	waitFiles(t, 10*time.Second, filepath.Join(dir, "ready.0"), filepath.Join(dir, "ready.1"))
+	l.cmd.Process.Signal(syscall.SIGINT)
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(l.stdout.String(), "ignores it") < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	l.cmd.Process.Signal(syscall.SIGINT)
+	code := l.wait(t, 20*time.Second)
+	killed := regexp.MustCompile(`(?m)^nccl4go run: +\d+ +killed by SIGKILL `).FindAllString(l.stderr.String(), -1)
+	if code != 137 || len(killed) != 2 {
+		t.Errorf("exit status %d, want 137 with both ranks killed by SIGKILL", code)
+	}
+}
+
+// On every Unix: what a rank leaves in its process group when it ends is
+// killed before the launcher returns (on Linux by the rank's supervisor,
+// elsewhere by the launcher).
+func TestRunGroupLeftoversKilled(t *testing.T) {
+	requireSh(t)
+	dir := t.TempDir()
+	_, _, err := launch(t, context.Background(), "-n", "2", "-grace", "300ms", "-env", "DIR="+dir, "sh", "-c",
+		`(trap '' INT TERM HUP; exec sleep 300) & echo "$!" > "$DIR/pids.$RANK"; exit 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := pidsIn(t, dir)
+	if live := survivors(pids, 0); len(live) > 0 {
+		t.Errorf("%d processes outlived the launcher:%s", len(live), describePids(live))
 	}
 }
