@@ -251,8 +251,12 @@ func TestRunWarnsWithoutSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	storePort, err := freePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, errs, err := launch(t, context.Background(), "-nnodes", "2", "-node-rank", "0", "-master-port", strconv.Itoa(port),
-		"-store-port", "0", "true")
+		"-store-port", strconv.Itoa(storePort), "true")
 	if err != nil {
 		t.Fatal(err)
 	}
