@@ -35,7 +35,8 @@ Every output line is prefixed with its rank. When a rank fails, the others
 get SIGTERM, then SIGKILL after -grace, and run exits with the failed rank's
 status (128+N for signal N). SIGINT (Ctrl-C), SIGTERM and SIGHUP are
 forwarded to every rank as received; a second one kills them. If nobody
-reads stdout any more, the ranks get SIGTERM (exit 141). A summary (rank,
+reads stdout any more, the ranks get SIGTERM (exit 141; with -no-prefix they
+write to it themselves). A summary (rank,
 status, duration) goes to stderr at the end.
 
 On Linux nothing run starts outlives it: what a rank leaves behind when it
