@@ -18,7 +18,10 @@ package main
 //     socket reads end-of-file), does the same to the rank and what it
 //     started.
 //
-// The launcher waits for every supervisor to exit before it returns.
+// The launcher waits for every supervisor to exit before it returns. A
+// supervisor killed from outside takes its rank with it (Pdeathsig), and the
+// launcher kills the rest of the rank's group; what had left the group is
+// then out of reach.
 
 import (
 	"bufio"
