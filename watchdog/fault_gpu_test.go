@@ -305,7 +305,7 @@ func TestGPUKilledPeer(t *testing.T) {
 	for _, cr := range rep.Comms {
 		if cr.Name == "world" && cr.Size == nranks {
 			found = true
-			if !slices.Equal(cr.MissingDumps, []int{victim}) {
+			if !slices.Equal(cr.MissingDumps, []trace.RankRange{{First: victim, Last: victim}}) {
 				t.Errorf("analysis of world: missing dumps %v, want [%d]", cr.MissingDumps, victim)
 			}
 			if !strings.Contains(strings.Join(cr.Findings, " "), "rank "+strconv.Itoa(victim)) {
