@@ -2,7 +2,10 @@ package nccl
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
@@ -235,10 +238,12 @@ var devCommKind = asyncKind{
 // (no device-API support, multimem, GIN) fail first with an error wrapping
 // ErrUnsupported. Collective. Inside a group, or on a non-blocking
 // communicator, the struct is written when NCCL's work is over (see
-// Window). A Destroy or Abort of another goroutine that closes it before
-// the call returns makes it fail with ErrClosed. NCCL 2.28.3 (the
-// requirements layout changed in 2.28.7 and 2.29.2; the binding declares
-// the loaded release's).
+// Window). A communicator without symmetric memory (one of one rank
+// before NCCL 2.28.7, or with NCCL_WIN_ENABLE=0) is refused with a
+// [*SymmetricMemoryError] saying why. A Destroy or Abort of another
+// goroutine that closes it before the call returns makes it fail with
+// ErrClosed. NCCL 2.28.3 (the requirements layout changed in 2.28.7 and
+// 2.29.2; the binding declares the loaded release's).
 func (c *Communicator) CreateDevComm(reqs *DevCommRequirements) (*DevComm, error) {
 	return c.createDevComm(context.Background(), started, reqs)
 }
@@ -303,9 +308,80 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 		return nil, err
 	}
 	if d == nil {
-		return nil, statusErr(op, "ncclDevCommCreate", st)
+		err := statusErr(op, "ncclDevCommCreate", st)
+		var ne *Error
+		if errors.As(err, &ne) && ne.Code == InvalidUsage && strings.Contains(ne.Detail, noSymmetricDetail) {
+			n, _ := c.NRanks()
+			return nil, newSymmetricMemoryError(op, r, n, ne)
+		}
+		return nil, err
 	}
 	return finishCreate(ctx, m, op, blocking, d)
+}
+
+// noSymmetricDetail is what ncclDevCommCreate says (ncclGetLastError) when
+// the communicator has no symmetric memory.
+const noSymmetricDetail = "does not support symmetric memory"
+
+// SymmetricMemoryError is NCCL's refusal to create a device communicator
+// (or anything else that needs symmetric memory) on a communicator without
+// symmetric memory: ncclDevCommCreate fails with ncclInvalidUsage,
+// "Communicator does not support symmetric memory!". NCCL decides at init:
+// symmetric memory needs NCCL_WIN_ENABLE and cuMem (NCCL_CUMEM_ENABLE) on,
+// and GPUs that all reach each other by CUDA P2P; NCCL before 2.28.7 also
+// needs all ranks on one node, at least 2 of them there, every pair linked
+// by direct P2P (so a communicator of one rank never has it: 2.28.7 lifts
+// that). errors.Is matches ErrUnsupported and errors.ErrUnsupported, and,
+// through Err, NCCL's ErrInvalidUsage.
+type SymmetricMemoryError struct {
+	Op     string  // e.g. "CreateDevComm"
+	Loaded Release // the loaded NCCL
+	// Since is the first release that lifts the cause found (2.28.7 for a
+	// communicator of one rank), 0 where no release does.
+	Since  Release
+	Reason string // the cause, as far as the binding can tell
+	Err    error  // NCCL's error (an *Error with Code InvalidUsage)
+}
+
+// Error reads "nccl: CreateDevComm: no symmetric memory on this
+// communicator, which device communicators need: <reason> (<NCCL's error>)".
+func (e *SymmetricMemoryError) Error() string {
+	return fmt.Sprintf("nccl: %s: no symmetric memory on this communicator, which device communicators need: %s (%v)",
+		e.Op, e.Reason, e.Err)
+}
+
+// Is matches ErrUnsupported and errors.ErrUnsupported.
+func (e *SymmetricMemoryError) Is(target error) bool {
+	return target == ErrUnsupported || target == errors.ErrUnsupported
+}
+
+// Unwrap returns NCCL's error.
+func (e *SymmetricMemoryError) Unwrap() error { return e.Err }
+
+// newSymmetricMemoryError explains NCCL's refusal err for a communicator of
+// nranks ranks on loaded release r (NCCL 2.28.3's init.cc sets
+// symmetricSupport from isAllDirectP2p, nNodes == 1, NCCL_WIN_ENABLE and
+// ncclCuMemEnable; 2.28.7 from isAllCudaP2p and the last two).
+func newSymmetricMemoryError(op string, r Release, nranks int, err error) *SymmetricMemoryError {
+	e := &SymmetricMemoryError{Op: op, Loaded: r, Err: err}
+	switch {
+	case os.Getenv("NCCL_WIN_ENABLE") == "0":
+		e.Reason = "NCCL_WIN_ENABLE=0 in the environment turns symmetric memory off"
+	case os.Getenv("NCCL_CUMEM_ENABLE") == "0":
+		e.Reason = "NCCL_CUMEM_ENABLE=0 in the environment turns off cuMem, which symmetric memory needs"
+	case r < 22807 && nranks == 1:
+		e.Since = 22807
+		e.Reason = fmt.Sprintf("NCCL %s gives it only to communicators with at least 2 ranks on the node, "+
+			"and this one has 1 rank (NCCL 2.28.7 lifts this)", r)
+	case r < 22807:
+		e.Reason = fmt.Sprintf("NCCL %s gives it only to communicators whose ranks are all on one node, "+
+			"at least 2 of them, every pair linked by direct P2P (no intermediate rank), "+
+			"with NCCL_WIN_ENABLE and cuMem (NCCL_CUMEM_ENABLE) on", r)
+	default:
+		e.Reason = "NCCL gives it only to communicators whose GPUs all reach each other by CUDA P2P, " +
+			"with NCCL_WIN_ENABLE and cuMem (NCCL_CUMEM_ENABLE) on"
+	}
+	return e
 }
 
 // checkDevCommProps refuses requests the communicator's properties rule out.

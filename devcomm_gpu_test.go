@@ -41,6 +41,12 @@ func checkDevComm(t *testing.T, r nccl.Release, c *nccl.Communicator, rank, n in
 		t.Logf("rank %d: no device communicator: %v", rank, err)
 		return false
 	case err != nil && r < 22902 && errors.Is(err, nccl.ErrInvalidUsage):
+		var se *nccl.SymmetricMemoryError
+		if !errors.As(err, &se) || !errors.Is(err, nccl.ErrUnsupported) {
+			t.Errorf("rank %d: refusal without symmetric memory: %v, want a *SymmetricMemoryError", rank, err)
+		} else if n == 1 && r < 22807 && se.Since != 22807 {
+			t.Errorf("rank %d: one-rank refusal on NCCL %s: Since %s, want 2.28.7", rank, r, se.Since)
+		}
 		t.Logf("rank %d: NCCL %s refuses a device communicator (no symmetric memory): %v", rank, r, err)
 		return false
 	case err != nil:

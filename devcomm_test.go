@@ -206,3 +206,52 @@ func TestFakeDevCommInGroup(t *testing.T) {
 		}
 	})
 }
+
+// NCCL 2.27 and 2.28.3 give symmetric memory, which device communicators
+// need, only to communicators with at least 2 ranks on the node
+// (ncclTransportCheckP2pType: localRanks == 1 is not "all direct P2P");
+// 2.28.7 lifts the rule. On the H200, NCCL 2.28.3 refused a one-rank
+// communicator's ncclDevCommCreate with "Communicator does not support
+// symmetric memory!": the binding says why in a typed error.
+func TestFakeDevCommOneRankNoSymmetric(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 22803}, func(t *testing.T) {
+		_, err := fakeComm(t, 1, 0, nil).CreateDevComm(nil)
+		var se *nccl.SymmetricMemoryError
+		if !errors.As(err, &se) {
+			t.Fatalf("one rank on 2.28.3: %v, want a *SymmetricMemoryError", err)
+		}
+		if !errors.Is(err, nccl.ErrUnsupported) || !errors.Is(err, errors.ErrUnsupported) || !errors.Is(err, nccl.ErrInvalidUsage) {
+			t.Errorf("%v: want ErrUnsupported, errors.ErrUnsupported and NCCL's ErrInvalidUsage", err)
+		}
+		if se.Op != "CreateDevComm" || se.Loaded != 22803 || se.Since != 22807 {
+			t.Errorf("Op %q Loaded %s Since %s, want CreateDevComm, 2.28.3, 2.28.7", se.Op, se.Loaded, se.Since)
+		}
+		for _, want := range []string{"nccl: CreateDevComm: ", "symmetric memory", "at least 2 ranks", "this one has 1", "2.28.7",
+			"Communicator does not support symmetric memory!"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q lacks %q", err, want)
+			}
+		}
+		// Two ranks of one node get it.
+		if d, err := fakeComm(t, 2, 0, nil).CreateDevComm(nil); err != nil {
+			t.Errorf("two ranks on 2.28.3: %v", err)
+		} else {
+			d.Close()
+		}
+	})
+	faketest.Run(t, faketest.Env{Release: 22807}, func(t *testing.T) {
+		if d, err := fakeComm(t, 1, 0, nil).CreateDevComm(nil); err != nil {
+			t.Errorf("one rank on 2.28.7: %v", err)
+		} else {
+			d.Close()
+		}
+	})
+	// Symmetric memory turned off: no release lifts it, the reason names the variable.
+	faketest.Run(t, faketest.Env{Release: 22803, Extra: []string{"NCCL_WIN_ENABLE=0"}}, func(t *testing.T) {
+		_, err := fakeComm(t, 2, 0, nil).CreateDevComm(nil)
+		var se *nccl.SymmetricMemoryError
+		if !errors.As(err, &se) || se.Since != 0 || !strings.Contains(err.Error(), "NCCL_WIN_ENABLE=0") {
+			t.Errorf("NCCL_WIN_ENABLE=0 on 2.28.3: %v, want a *SymmetricMemoryError naming NCCL_WIN_ENABLE=0, Since 0", err)
+		}
+	})
+}

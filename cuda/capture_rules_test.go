@@ -155,3 +155,46 @@ func BenchmarkStreamCaptureInfo(b *testing.B) {
 		}
 	}
 }
+
+// CaptureInfo and CaptureStatus allocate nothing, capturing or not (the
+// watchdog asks them on its hot path; on the H200 CaptureInfo once cost
+// 16 B and an allocation per call: its outputs escaped to the heap). The
+// fake driver exports cuStreamGetCaptureInfo_v3, as CUDA 12.3+ does, so
+// this follows the driver's code path.
+func TestCaptureInfoNoAllocations(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		s, err := cuda.Device(0).NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Destroy()
+		check := func(want cuda.CaptureStatus) {
+			t.Helper()
+			info := testing.AllocsPerRun(100, func() {
+				if st, _, err := s.CaptureInfo(); err != nil || st != want {
+					t.Fatalf("CaptureInfo: %v, %v; want %v", st, err, want)
+				}
+			})
+			status := testing.AllocsPerRun(100, func() {
+				if st, err := s.CaptureStatus(); err != nil || st != want {
+					t.Fatalf("CaptureStatus: %v, %v; want %v", st, err, want)
+				}
+			})
+			if info != 0 || status != 0 {
+				t.Errorf("%v: %v allocations per CaptureInfo, %v per CaptureStatus; want 0", want, info, status)
+			}
+		}
+		check(cuda.NotCapturing)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := s.BeginCapture(cuda.CaptureRelaxed); err != nil {
+			t.Fatal(err)
+		}
+		check(cuda.Capturing)
+		g, err := s.EndCapture()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Destroy()
+	})
+}

@@ -146,6 +146,24 @@ func TestLaunchArgumentBytes(t *testing.T) {
 		if [600]byte(b2[8:]) != blob {
 			t.Errorf("the 600-byte argument arrived changed")
 		}
+		// One past the tiny buffer (64 bytes), within the small one: a
+		// device communicator's size.
+		m3, err := dev.LoadModule([]byte("FAKECUBIN\nkernel mid 8,200 echo\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m3.Unload()
+		mid, _ := m3.Function("mid")
+		var blob3 [200]byte
+		copy(blob3[:], blob[:])
+		out3, _ := cuda.Alloc[uint8](dev, 208)
+		defer out3.Free()
+		if err := mid.Launch(cuda.Stream{}, cuda.LaunchConfig{Grid: cuda.Dim(1), Block: cuda.Dim(1)}, out3, blob3); err != nil {
+			t.Fatalf("Launch with a 200-byte argument: %v", err)
+		}
+		if b3, _ := out3.ToHost(); [200]byte(b3[8:]) != blob3 {
+			t.Errorf("the 200-byte argument arrived changed")
+		}
 	})
 }
 

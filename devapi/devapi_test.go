@@ -217,11 +217,35 @@ func TestCapabilityGates(t *testing.T) {
 	})
 	faketest.Run(t, faketest.Env{Release: 22803}, func(t *testing.T) {
 		c := fakeComm(t)
-		if err := devapi.RequireLSA(c); err != nil {
-			t.Errorf("RequireLSA on 2.28.3 (cannot tell; creating the DevComm decides): %v", err)
+		var ce *devapi.CapabilityError
+		if err := devapi.RequireLSA(c); !errors.As(err, &ce) || ce.Path != "LSA" || !strings.Contains(err.Error(), "at least 2 ranks") {
+			t.Errorf("RequireLSA on one rank of 2.28.3 (never symmetric memory): %v, want a *CapabilityError", err)
+		}
+		if _, err := c.CreateDevComm(nil); !errors.Is(err, nccl.ErrUnsupported) {
+			t.Errorf("CreateDevComm where RequireLSA refuses: %v", err)
 		}
 		if err := devapi.RequireGIN(c); !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "NCCL 2.28.3 cannot say") {
 			t.Errorf("RequireGIN on 2.28.3: %v", err)
 		}
 	})
+	for _, r := range []int{22803, 22807} {
+		faketest.Run(t, faketest.Env{Release: r, Devices: 2}, func(t *testing.T) {
+			devs := []int{0, 1} // two ranks on 2.28.3, one on 2.28.7: both get symmetric memory
+			if r >= 22807 {
+				devs = devs[:1]
+			}
+			comms, err := nccl.InitAll(devs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				for _, c := range comms {
+					c.Destroy()
+				}
+			}()
+			if err := devapi.RequireLSA(comms[0]); err != nil {
+				t.Errorf("RequireLSA on %d rank(s) of NCCL %d (cannot tell; creating the DevComm decides): %v", len(devs), r, err)
+			}
+		})
+	}
 }

@@ -42,12 +42,19 @@ func properties(c *nccl.Communicator, path string) (*nccl.Properties, error) {
 // RequireLSA reports whether c can run kernels that use its device
 // communicator and load/store-accessible (LSA) memory: nil when the
 // communicator reports device-API support. On NCCL before 2.29.2, which
-// cannot say, it returns nil too: creating the device communicator is the
-// test there.
+// cannot say, it returns nil too (creating the device communicator is the
+// test there), except for a communicator of one rank before NCCL 2.28.7,
+// which NCCL never gives symmetric memory (nccl.SymmetricMemoryError).
 func RequireLSA(c *nccl.Communicator) error {
 	p, err := properties(c, "LSA")
 	var ce *CapabilityError
 	if errors.As(err, &ce) {
+		r, _ := nccl.Version()
+		if n, err := c.NRanks(); err == nil && n == 1 && r < 22807 {
+			return &CapabilityError{Path: "LSA", Reason: fmt.Sprintf("NCCL %s gives symmetric memory, which device "+
+				"communicators need, only to communicators with at least 2 ranks on the node, and this one has 1 rank "+
+				"(NCCL 2.28.7 lifts this)", r)}
+		}
 		return nil
 	}
 	if err != nil {

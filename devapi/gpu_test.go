@@ -342,8 +342,29 @@ func BenchmarkDeviceAllReduce(b *testing.B) {
 // own window (equal to the window's buffer, and the value there) and
 // completes an LSA barrier.
 func TestGPUDevCommOneRank(t *testing.T) {
-	gputest.Require(t)
+	r := gputest.Require(t)
 	rs, err := setupRanks(t, 1, 1024)
+	var se *nccl.SymmetricMemoryError
+	if r < 22807 && errors.As(err, &se) {
+		// NCCL before 2.28.7 gives symmetric memory to no communicator
+		// of one rank: the refusal must be typed, say why, and be
+		// foreseen by RequireLSA.
+		if se.Since != 22807 || se.Loaded != r || !errors.Is(err, nccl.ErrUnsupported) || !errors.Is(err, nccl.ErrInvalidUsage) {
+			t.Errorf("gated refusal %v: Since %s Loaded %s, want Since 2.28.7, Loaded %s, ErrUnsupported and ErrInvalidUsage", err, se.Since, se.Loaded, r)
+		}
+		comms, ierr := nccl.InitAll([]int{0})
+		if ierr != nil {
+			t.Fatal(ierr)
+		}
+		defer comms[0].Destroy()
+		lsa := devapi.RequireLSA(comms[0])
+		var ce *devapi.CapabilityError
+		if !errors.As(lsa, &ce) || ce.Path != "LSA" || !errors.Is(lsa, nccl.ErrUnsupported) {
+			t.Errorf("RequireLSA on a one-rank communicator of NCCL %s: %v, want a *CapabilityError", r, lsa)
+		}
+		t.Logf("GATED on NCCL %s as expected: %v; RequireLSA: %v", r, err, lsa)
+		return
+	}
 	if err != nil {
 		t.Fatalf("one-rank device-API setup: %v", err)
 	}
@@ -374,7 +395,7 @@ func TestGPUDevCommOneRank(t *testing.T) {
 // multimem and GIN kernels are refused with a reason (or, on NCCL before
 // 2.29.2, the properties cannot tell).
 func TestGPUGates(t *testing.T) {
-	gputest.Require(t)
+	r := gputest.Require(t)
 	comms, err := nccl.InitAll([]int{0})
 	if err != nil {
 		t.Fatal(err)
@@ -383,6 +404,9 @@ func TestGPUGates(t *testing.T) {
 	for name, err := range map[string]error{"LSA": devapi.RequireLSA(comms[0]),
 		"multimem": devapi.RequireMultimem(comms[0]), "GIN": devapi.RequireGIN(comms[0])} {
 		t.Logf("%s: %v", name, err)
+		if name == "LSA" && r < 22807 && !errors.Is(err, nccl.ErrUnsupported) {
+			t.Errorf("LSA on a one-rank communicator of NCCL %s (no symmetric memory before 2.28.7): %v, want a refusal", r, err)
+		}
 		if name != "LSA" && !errors.Is(err, nccl.ErrUnsupported) {
 			t.Errorf("%s on one GPU without NVLink multicast or a network: %v, want a refusal", name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/spin"
+	"github.com/nccl4go/nccl/rendezvous"
 )
 
 // World is the ranks one process drives, and its place among the
@@ -26,7 +28,28 @@ type World struct {
 	Proc, NProcs int
 	// Group is the group number printed in the device lines (0).
 	Group int
-	owned bool
+	// Host, when set, is how the processes meet on the host: the engine's
+	// barriers (-z 1 included) and its reductions of times and error
+	// counts go through it and make no NCCL call, as nccl-tests' go
+	// through MPI. JobWorld sets it to the job's rendezvous session. When
+	// nil and NProcs > 1, they go through the communicators (a small NCCL
+	// operation each, on streams of their own).
+	Host HostChannel
+	// InitMemory is the GPU memory the communicators' creation took (the
+	// most on any of the process's GPUs; LocalWorld and JobWorld measure
+	// it), for -M.
+	InitMemory int64
+	owned      bool
+	session    *rendezvous.Session
+}
+
+// HostChannel is a host-only channel between the processes of a job;
+// [*rendezvous.Session] is one. Both calls are collective over the
+// processes (one call per process, in the same order everywhere), and
+// AllGather's result is indexed by [World.Proc].
+type HostChannel interface {
+	Barrier(ctx context.Context) error
+	AllGather(ctx context.Context, value []byte) ([][]byte, error)
 }
 
 // Close destroys the communicators LocalWorld created; it does nothing for
@@ -39,6 +62,9 @@ func (w *World) Close() error {
 	for _, c := range w.Comms {
 		errs = append(errs, c.Destroy())
 	}
+	if w.session != nil {
+		errs = append(errs, w.session.Close())
+	}
 	w.owned = false
 	return errors.Join(errs...)
 }
@@ -50,12 +76,17 @@ type rankState struct {
 	dev    cuda.Device
 	stream cuda.Stream
 	owned  bool // stream made here
-	send   uintptr
-	recv   uintptr
+	// send and recv are the buffers of the current type: the allocations
+	// plus -u elements.
+	send, recv uintptr
+	// sendAlloc and recvAlloc are the allocations (ncclMemAlloc).
+	sendAlloc, recvAlloc uintptr
 	// sendBuf and recvBuf cover the whole allocations: each operation's
 	// buffers are narrowed from them, so the binding checks the memory
-	// against the driver once per run, not once per call (buf).
+	// against the driver once per run, not once per call (sub).
 	sendBuf, recvBuf nccl.Buffer
+	// registered are the buffers' registrations (-R).
+	registered []io.Closer
 }
 
 // bench is one run.
@@ -64,11 +95,17 @@ type bench struct {
 	opts   Options
 	coll   *collective
 	world  *World
+	comms  []*nccl.Communicator // this thread's share of world.Comms
 	nranks int
 	ranks  []*rankState
 	coord  coordinator
 	host   []byte // staging for data checks, maxBytes long
 	maxB   uint64 // the buffers' size
+	// memBefore and memFree are the free GPU memory (-M) before the
+	// buffers and after them.
+	memBefore, memFree uint64
+	// ncclVersion is the loaded NCCL's ncclGetVersion.
+	ncclVersion int
 
 	// state of the current size
 	dt      dataType
@@ -76,6 +113,9 @@ type bench struct {
 	root    int
 	cnt     counts
 	elt     uint64
+	total   uint64           // bytes one operation spans: the larger buffer
+	steps   uint64           // operations that fit in the buffers one after another
+	done    []bool           // syncStreams' scratch
 	keepOps []*nccl.CustomOp // PreMulSum operators captured into a graph
 	keep    bool
 
@@ -105,7 +145,9 @@ var ErrTimeout = errors.New("perf: test timeout")
 // Run runs the benchmark of opts on world and reports to rep (only on
 // process 0; rep may be nil). It returns the report on every process. A
 // wrong result is not an error: Report.Errors counts it. The benchmark
-// locks its goroutine to an OS thread while it runs.
+// locks its goroutine to an OS thread while it runs; with Options.Threads
+// above 1, each thread's goroutine drives its share of world.Comms on an
+// OS thread of its own, and the first thread reports.
 func Run(ctx context.Context, opts Options, world *World, rep Reporter) (*Report, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -113,13 +155,22 @@ func Run(ctx context.Context, opts Options, world *World, rep Reporter) (*Report
 	if world == nil || len(world.Comms) == 0 {
 		return nil, &OptionError{"world", "", "no communicator"}
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	coll, _ := lookupTest(opts.Test)
-	b := &bench{ctx: ctx, opts: opts, coll: coll, world: world}
 	if rep == nil || world.Proc != 0 {
 		rep = Reporters()
 	}
+	if opts.Threads > 1 {
+		return runThreads(ctx, opts, world, rep)
+	}
+	return run(ctx, opts, world, world.Comms, nil, rep)
+}
+
+// run is one thread's benchmark over comms; coord, when set, is its
+// coordination with the other threads and processes.
+func run(ctx context.Context, opts Options, world *World, comms []*nccl.Communicator, coord coordinator, rep Reporter) (*Report, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	coll, _ := lookupTest(opts.Test)
+	b := &bench{ctx: ctx, opts: opts, coll: coll, world: world, comms: comms, coord: coord}
 	defer b.free()
 	h, err := b.setup()
 	if err != nil {
@@ -142,6 +193,13 @@ func Run(ctx context.Context, opts Options, world *World, rep Reporter) (*Report
 	if opts.MinBusBW > 0 && !(report.AvgBusBW >= opts.MinBusBW*0.9) {
 		report.BWFailed = true
 	}
+	if opts.MemoryReport {
+		free, err := b.freeMemory()
+		if err != nil {
+			return report, err
+		}
+		report.Memory = &MemoryReport{Init: world.InitMemory, Buffers: report.BufferMemory, Collective: int64(b.memFree) - int64(free)}
+	}
 	report.LastError, _ = nccl.LastError()
 	report.End = time.Now()
 	rep.End(report)
@@ -151,13 +209,13 @@ func Run(ctx context.Context, opts Options, world *World, rep Reporter) (*Report
 // setup finds the ranks, sizes the buffers and allocates them.
 func (b *bench) setup() (*Header, error) {
 	o := &b.opts
-	first := b.world.Comms[0]
+	first := b.comms[0]
 	n, err := first.NRanks()
 	if err != nil {
 		return nil, &RunError{"communicator", err}
 	}
 	b.nranks = n
-	for _, c := range b.world.Comms {
+	for _, c := range b.comms {
 		r, err := c.Rank()
 		if err != nil {
 			return nil, &RunError{"communicator", err}
@@ -171,8 +229,13 @@ func (b *bench) setup() (*Header, error) {
 	// One process needs no coordination (nccl-tests' barriers and
 	// reductions span its threads, of which there is one); several
 	// coordinate through NCCL itself, as nccl-tests does through MPI.
-	b.coord = localCoordinator{}
-	if b.world.NProcs > 1 {
+	switch {
+	case b.coord != nil: // a thread's, made by runThreads
+	case b.world.NProcs <= 1:
+		b.coord = localCoordinator{}
+	case b.world.Host != nil:
+		b.coord = &hostCoordinator{ctx: b.ctx, host: b.world.Host, nprocs: b.world.NProcs}
+	default:
 		if b.coord, err = newNCCLCoordinator(b); err != nil {
 			return nil, err
 		}
@@ -181,6 +244,7 @@ func (b *bench) setup() (*Header, error) {
 	if err != nil {
 		return nil, &RunError{"NCCL version", err}
 	}
+	b.ncclVersion = int(rel)
 	h := &Header{Program: b.coll.program, Options: *o, NRanks: n, LocalRanks: len(b.ranks), NCCLVersion: int(rel), ABIVersion: int(nccl.ABIRelease)}
 	if h.Devices, err = b.devices(); err != nil {
 		return nil, err
@@ -212,6 +276,9 @@ func (b *bench) setup() (*Header, error) {
 		}
 	}
 	b.maxB = max(o.MaxBytes, 64)
+	if b.memBefore, err = b.freeMemory(); err != nil {
+		return nil, err
+	}
 	b.host = make([]byte, 0)
 	for _, r := range b.ranks {
 		if o.StreamNull {
@@ -222,26 +289,90 @@ func (b *bench) setup() (*Header, error) {
 			}
 			r.owned = true
 		}
-		if r.send, err = nccl.MemAllocRaw(r.dev, b.maxB); err != nil {
-			return nil, &RunError{fmt.Sprintf("allocating %d bytes on %s", b.maxB, r.dev), err}
+		// -u pads the allocations with 8 bytes (the largest type) per
+		// element of misalignment, as nccl-tests does.
+		size := b.maxB + 8*uint64(o.Unaligned)
+		if r.sendAlloc, err = nccl.MemAllocRaw(r.dev, size); err != nil {
+			return nil, &RunError{fmt.Sprintf("allocating %d bytes on %s", size, r.dev), err}
 		}
-		if r.recv, err = nccl.MemAllocRaw(r.dev, b.maxB); err != nil {
-			return nil, &RunError{fmt.Sprintf("allocating %d bytes on %s", b.maxB, r.dev), err}
+		if r.recvAlloc, err = nccl.MemAllocRaw(r.dev, size); err != nil {
+			return nil, &RunError{fmt.Sprintf("allocating %d bytes on %s", size, r.dev), err}
 		}
-		r.sendBuf = nccl.RawBuffer(r.send, int(b.maxB), nccl.Uint8, int(r.dev))
-		r.recvBuf = nccl.RawBuffer(r.recv, int(b.maxB), nccl.Uint8, int(r.dev))
+		r.send, r.recv = r.sendAlloc, r.recvAlloc
+		r.sendBuf = nccl.RawBuffer(r.sendAlloc, int(size), nccl.Uint8, int(r.dev))
+		r.recvBuf = nccl.RawBuffer(r.recvAlloc, int(size), nccl.Uint8, int(r.dev))
 	}
+	if err := b.register(); err != nil {
+		return nil, err
+	}
+	if b.memFree, err = b.freeMemory(); err != nil {
+		return nil, err
+	}
+	h.BufferMemory = b.memBefore - b.memFree
 	return h, nil
+}
+
+// register registers every rank's buffers with its communicator (-R), as
+// nccl-tests does: symmetric windows (collective, so in one group) from
+// NCCL 2.27, else local registration.
+func (b *bench) register() error {
+	if b.opts.Register == 0 {
+		return nil
+	}
+	symmetric := b.opts.Register == 2 && b.ncclVersion >= 22700
+	return nccl.Group(func() error {
+		for _, r := range b.ranks {
+			for _, buf := range []nccl.Buffer{r.sendBuf, r.recvBuf} {
+				var reg io.Closer
+				var err error
+				if symmetric {
+					reg, err = r.comm.RegisterWindow(buf, nccl.WindowCollSymmetric)
+				} else {
+					reg, err = r.comm.RegisterBuffer(buf)
+				}
+				if err != nil {
+					return &RunError{fmt.Sprintf("registering the buffers (-R %d)", b.opts.Register), err}
+				}
+				r.registered = append(r.registered, reg)
+			}
+		}
+		return nil
+	})
+}
+
+// freeMemory is the least free memory over this process's GPUs, the
+// minimum over processes: with the value before, what -M reports (the
+// largest use on any GPU, as nccl-tests).
+func (b *bench) freeMemory() (uint64, error) {
+	if !b.opts.MemoryReport {
+		return 0, nil
+	}
+	least := uint64(math.MaxUint64)
+	for _, r := range b.ranks {
+		free, _, err := r.dev.MemInfo()
+		if err != nil {
+			return 0, &RunError{"device memory (-M)", err}
+		}
+		least = min(least, free)
+	}
+	m, err := b.coord.reduce(float64(least), reduceMin)
+	if err != nil {
+		return 0, &RunError{"device memory (-M)", err}
+	}
+	return uint64(m), nil
 }
 
 // free releases what setup allocated.
 func (b *bench) free() {
 	for _, r := range b.ranks {
-		if r.send != 0 {
-			nccl.MemFree(r.send)
+		for _, reg := range r.registered {
+			reg.Close()
 		}
-		if r.recv != 0 {
-			nccl.MemFree(r.recv)
+		if r.sendAlloc != 0 {
+			nccl.MemFree(r.sendAlloc)
+		}
+		if r.recvAlloc != 0 {
+			nccl.MemFree(r.recvAlloc)
 		}
 		if r.owned {
 			r.stream.Destroy()
@@ -373,15 +504,33 @@ func firstTable(rep Reporter) (*TableWriter, bool) {
 func (b *bench) setSize(size uint64) {
 	b.elt = uint64(b.dt.dt.Size())
 	b.cnt = b.coll.counts(size/b.elt, b.elt, b.nranks)
+	if b.coll.kind == collAllToAllV {
+		v := alltoallvCount(b.cnt.param, b.elt, b.nranks, b.opts.spread())
+		b.cnt.send, b.cnt.recv = v, v
+	}
+	b.total = max(b.sendBytes(), b.expectedBytes())
+	b.steps = 1
+	if b.total != 0 {
+		b.steps = max(b.opts.MaxBytes/b.total, 1)
+	}
 }
 
 func (b *bench) sendBytes() uint64     { return b.cnt.send * b.elt }
 func (b *bench) expectedBytes() uint64 { return b.cnt.recv * b.elt }
 
+// misalign points the buffers -u elements of dt past the allocations.
+func (b *bench) misalign(dt dataType) {
+	off := uintptr(b.opts.Unaligned * dt.dt.Size())
+	for _, r := range b.ranks {
+		r.send, r.recv = r.sendAlloc+off, r.recvAlloc+off
+	}
+}
+
 // timeTest is nccl-tests' TimeTest: warm up, then sweep the sizes.
 func (b *bench) timeTest(dt dataType, op redOp, root int, report *Report, rep Reporter) error {
 	o := &b.opts
 	b.dt, b.op, b.root = dt, op, root
+	b.misalign(dt)
 	if err := b.coord.barrier(); err != nil {
 		return &RunError{"barrier", err}
 	}
@@ -410,6 +559,11 @@ func (b *bench) timeTest(dt dataType, op redOp, root int, report *Report, rep Re
 			}
 			if row.InPlace, err = b.benchTime(true); err != nil {
 				return b.fail(size, "in-place", err)
+			}
+			if o.Ceiling {
+				if row.Ceiling, err = b.ceiling(); err != nil {
+					return b.fail(size, "ceiling", err)
+				}
 			}
 			report.Rows = append(report.Rows, row)
 			rep.Row(b.coll.name, &report.Rows[len(report.Rows)-1])
@@ -445,18 +599,41 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 		return Cell{}, err
 	}
 
+	var ev *iterEvents // per-iteration timing (-I)
+	if o.PerIterTiming && o.Graph == 0 {
+		var err error
+		if ev, err = b.newIterEvents(o.Iters); err != nil {
+			return Cell{}, err
+		}
+		defer ev.destroy()
+	}
 	var collOnly time.Duration
 	start := time.Now()
 	loop := func() error {
+		// The offset of operation k is shiftOf(k); kept as a running
+		// count, so that the loop divides nothing.
+		step := uint64(0)
+		var t0 time.Duration
 		for iter := 0; iter < o.Iters; iter++ {
-			t0 := time.Since(start)
+			if o.Blocking == 3 {
+				t0 = time.Since(start)
+			}
 			if o.AggIters > 1 {
 				if err := nccl.GroupStart(); err != nil {
 					return err
 				}
 			}
+			if ev != nil {
+				if err := b.recordIter(ev, iter, false); err != nil {
+					return err
+				}
+			}
 			for a := 0; a < o.AggIters; a++ {
-				if err := b.startColl(inPlace, iter*o.AggIters+a); err != nil {
+				err := b.issue(inPlace, step*b.total)
+				if step++; step == b.steps {
+					step = 0
+				}
+				if err != nil {
 					if o.AggIters > 1 {
 						nccl.GroupEnd()
 					}
@@ -472,11 +649,19 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 				if err := b.syncStreams(); err != nil {
 					return err
 				}
+				if ev != nil {
+					if err := b.recordIter(ev, iter, true); err != nil {
+						return err
+					}
+				}
 				collOnly += time.Since(start) - t0
 				if err := b.coord.barrier(); err != nil {
 					return err
 				}
 			}
+		}
+		if ev != nil && !ev.paired {
+			return b.recordIter(ev, o.Iters, false)
 		}
 		return nil
 	}
@@ -503,7 +688,7 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 		if err != nil {
 			return Cell{}, err
 		}
-		return b.finish(inPlace, cpu, elapsed)
+		return b.finish(inPlace, cpu, elapsed, nil)
 	}
 	if err := loop(); err != nil {
 		return Cell{}, err
@@ -519,11 +704,24 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 	if o.Blocking == 3 {
 		elapsed = collOnly
 	}
-	return b.finish(inPlace, cpu, elapsed)
+	var iterTimes []float64
+	if ev != nil {
+		// completeColl leaves the streams alone in blocking mode.
+		if o.Blocking != 0 && o.AggIters <= 1 {
+			if err := b.syncStreams(); err != nil {
+				return Cell{}, err
+			}
+		}
+		var err error
+		if iterTimes, err = ev.times(o.AggIters); err != nil {
+			return Cell{}, err
+		}
+	}
+	return b.finish(inPlace, cpu, elapsed, iterTimes)
 }
 
 // finish turns the timed loop's durations into a cell and checks the data.
-func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
+func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration, iterTimes []float64) (Cell, error) {
 	o := &b.opts
 	n := float64(o.Iters * o.AggIters)
 	cpuSec := cpu.Seconds() / n
@@ -540,6 +738,11 @@ func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
 		return Cell{}, err
 	}
 	cell := Cell{AlgBW: alg, BusBW: bus, Time: deltaSec * 1e6}
+	if iterTimes != nil {
+		if cell.PerIter, err = b.perIter(iterTimes); err != nil {
+			return Cell{}, err
+		}
+	}
 	if o.CPUTime {
 		cell.Time = cpuSec * 1e6
 	}
@@ -581,6 +784,11 @@ func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
 		if err != nil {
 			return Cell{}, err
 		}
+		if wrong != 0 {
+			// nccl-tests' CheckData: each process counts the cells its
+			// own ranks got wrong; Run sums the counts over processes.
+			b.errors++
+		}
 		total, err := b.coord.reduce(float64(wrong), reduceSum)
 		if err != nil {
 			return Cell{}, err
@@ -591,9 +799,6 @@ func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
 		}
 	}
 	cell.Checked = checked
-	if checked && cell.Wrong != 0 {
-		b.errors++
-	}
 	b.bwSum += bus
 	b.bwCount++
 	return cell, nil
@@ -641,30 +846,31 @@ func (b *bench) capture(fn func() error) ([]*cuda.GraphExec, func(), error) {
 // startColl is nccl-tests' startColl: one operation on every local rank
 // (in a group when there are several), at an offset that moves with iter.
 func (b *bench) startColl(inPlace bool, iter int) error {
-	total := max(b.sendBytes(), b.expectedBytes())
-	steps := uint64(1)
-	if total != 0 {
-		steps = b.opts.MaxBytes / total
-	}
-	if steps == 0 {
-		steps = 1
-	}
-	shift := total * (uint64(iter) % steps)
-	grouped := len(b.ranks) > 1
-	if grouped {
+	return b.issue(inPlace, b.shiftOf(iter))
+}
+
+// shiftOf is the byte offset of operation iter in the buffers: operations
+// walk through them, one operation's size at a time, as nccl-tests does.
+func (b *bench) shiftOf(iter int) uint64 {
+	return b.total * (uint64(iter) % b.steps)
+}
+
+// issue is startColl at a given offset.
+func (b *bench) issue(inPlace bool, shift uint64) error {
+	if len(b.ranks) == 1 {
+		if err := b.runColl(b.ranks[0], inPlace, shift); err != nil {
+			return err
+		}
+	} else {
 		if err := nccl.GroupStart(); err != nil {
 			return err
 		}
-	}
-	for _, r := range b.ranks {
-		if err := b.runColl(r, inPlace, shift); err != nil {
-			if grouped {
+		for _, r := range b.ranks {
+			if err := b.runColl(r, inPlace, shift); err != nil {
 				nccl.GroupEnd()
+				return err
 			}
-			return err
 		}
-	}
-	if grouped {
 		if err := nccl.GroupEnd(); err != nil {
 			return err
 		}
@@ -692,8 +898,12 @@ func (b *bench) completeColl() error {
 // asynchronous errors, the timeout and the context (nccl-tests'
 // testStreamSynchronize).
 func (b *bench) syncStreams() error {
-	start := time.Now()
-	done := make([]bool, len(b.ranks))
+	var start time.Time // of the wait, read once a stream is found busy
+	if cap(b.done) < len(b.ranks) {
+		b.done = make([]bool, len(b.ranks))
+	}
+	done := b.done[:len(b.ranks)]
+	clear(done)
 	remaining := len(b.ranks)
 	for remaining > 0 {
 		idle := true
@@ -714,6 +924,9 @@ func (b *bench) syncStreams() error {
 			if err := r.comm.AsyncError(); err != nil && !errors.Is(err, nccl.ErrInProgress) {
 				b.abort()
 				return err
+			}
+			if start.IsZero() {
+				start = time.Now()
 			}
 			if t := b.opts.Timeout; t > 0 && time.Since(start) > t {
 				b.abort()
@@ -738,23 +951,18 @@ func (b *bench) abort() {
 	}
 }
 
-// buf is a raw buffer of count elements of the current type on r's device.
-func (b *bench) buf(r *rankState, p uintptr, count uint64) nccl.Buffer {
-	base := r.recvBuf
-	if p >= r.send && p < r.send+uintptr(b.maxB) {
-		base = r.sendBuf
-	}
+// sub is count elements of the current type at p, inside base's
+// allocation (so that the binding checks the memory once per run).
+func (b *bench) sub(base nccl.Buffer, p uintptr, count uint64) nccl.Buffer {
 	base.Ptr, base.Count, base.Type = p, int(count), b.dt.dt
 	return base
 }
 
 // runColl issues one operation of rank r.
 func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
-	count := b.cnt.param
-	if count == 0 {
+	if b.cnt.param == 0 {
 		return nil // the binding refuses empty buffers; NCCL would do nothing
 	}
-	n := b.nranks
 	elt := b.elt
 	recv := r.recv + uintptr(shift)
 	send := r.send + uintptr(shift)
@@ -762,61 +970,76 @@ func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
 		send = recv + uintptr(b.cnt.sendInPlace*elt*uint64(r.rank))
 		recv += uintptr(b.cnt.recvInPlace * elt * uint64(r.rank))
 	}
-	op := b.op.op
-	if b.op.mulsum { // nccl-tests makes one per call, whatever the test
-		o, err := newPreMulSum(r.comm, b.dt.dt, mulsumScalar(r.rank))
-		if err != nil {
-			return err
-		}
-		if b.keep {
-			b.keepOps = append(b.keepOps, o)
-		} else {
-			defer o.Close()
-		}
-		op = o.Op()
+	if !b.op.mulsum {
+		return b.call(r, b.op.op, inPlace, send, recv)
 	}
+	// nccl-tests makes a PreMulSum operator per call, whatever the test.
+	o, err := newPreMulSum(r.comm, b.dt.dt, mulsumScalar(r.rank))
+	if err != nil {
+		return err
+	}
+	err = b.call(r, o.Op(), inPlace, send, recv)
+	if b.keep {
+		b.keepOps = append(b.keepOps, o)
+	} else {
+		o.Close()
+	}
+	return err
+}
+
+// call is the NCCL call of the test, on rank r's buffers at send and recv.
+func (b *bench) call(r *rankState, op nccl.RedOp, inPlace bool, send, recv uintptr) error {
+	count, n, elt := b.cnt.param, b.nranks, b.elt
 	c, s := r.comm, r.stream
-	switch b.coll.name {
-	case "all_reduce":
-		return c.AllReduce(b.buf(r, send, count), b.buf(r, recv, count), op, s)
-	case "all_gather":
-		return c.AllGather(b.buf(r, send, count), b.buf(r, recv, count*uint64(n)), s)
-	case "broadcast":
-		return c.Broadcast(b.buf(r, send, count), b.buf(r, recv, count), b.root, s)
-	case "reduce":
-		return c.Reduce(b.buf(r, send, count), b.buf(r, recv, count), op, b.root, s)
-	case "reduce_scatter":
-		return c.ReduceScatter(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count), op, s)
-	case "alltoall":
-		if send != recv {
-			return c.AllToAll(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count*uint64(n)), s)
+	sb, rb := r.sendBuf, r.recvBuf // the allocations the buffers lie in
+	if inPlace {
+		sb = rb
+	}
+	switch b.coll.kind {
+	case collAllReduce:
+		return c.AllReduce(b.sub(sb, send, count), b.sub(rb, recv, count), op, s)
+	case collAllGather:
+		return c.AllGather(b.sub(sb, send, count), b.sub(rb, recv, count*uint64(n)), s)
+	case collBroadcast:
+		return c.Broadcast(b.sub(sb, send, count), b.sub(rb, recv, count), b.root, s)
+	case collReduce:
+		return c.Reduce(b.sub(sb, send, count), b.sub(rb, recv, count), op, b.root, s)
+	case collReduceScatter:
+		return c.ReduceScatter(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count), op, s)
+	case collAllToAll:
+		switch {
+		case b.ncclVersion >= alltoallRelease && send != recv:
+			return c.AllToAll(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count*uint64(n)), s)
+		case b.ncclVersion >= alltoallRelease:
+			return allToAllInPlace(c, send, count, b.dt.dt, s)
 		}
-		// In place: NCCL's alltoall refuses overlapping buffers in the
-		// binding; nccl-tests' pre-2.28 form, a group of sends and receives.
+		// Before NCCL 2.28, nccl-tests' form: a group of sends and receives.
 		return nccl.Group(func() error {
 			for p := 0; p < n; p++ {
 				off := uintptr(uint64(p) * count * elt)
-				if err := c.Send(b.buf(r, send+off, count), p, s); err != nil {
+				if err := c.Send(b.sub(sb, send+off, count), p, s); err != nil {
 					return err
 				}
-				if err := c.Recv(b.buf(r, recv+off, count), p, s); err != nil {
+				if err := c.Recv(b.sub(rb, recv+off, count), p, s); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
-	case "gather":
-		return c.Gather(b.buf(r, send, count), b.buf(r, recv, count*uint64(n)), b.root, s)
-	case "scatter":
-		return c.Scatter(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count), b.root, s)
-	case "sendrecv":
+	case collGather:
+		return c.Gather(b.sub(sb, send, count), b.sub(rb, recv, count*uint64(n)), b.root, s)
+	case collScatter:
+		return c.Scatter(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count), b.root, s)
+	case collSendRecv:
 		return nccl.Group(func() error {
-			if err := c.Send(b.buf(r, send, count), (r.rank+1)%n, s); err != nil {
+			if err := c.Send(b.sub(sb, send, count), (r.rank+1)%n, s); err != nil {
 				return err
 			}
-			return c.Recv(b.buf(r, recv, count), (r.rank-1+n)%n, s)
+			return c.Recv(b.sub(rb, recv, count), (r.rank-1+n)%n, s)
 		})
-	case "hypercube":
+	case collAllToAllV:
+		return b.alltoallv(r, sb, rb, send, recv)
+	case collHypercube:
 		size := count * elt
 		if own := recv + uintptr(uint64(r.rank)*size); own != send {
 			dst := cuda.Wrap[uint8](own, int(size), r.dev)
@@ -829,10 +1052,10 @@ func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
 			hi := lo ^ mask
 			peer := r.rank ^ mask
 			err := nccl.Group(func() error {
-				if err := c.Send(b.buf(r, recv+uintptr(uint64(lo)*size), count*uint64(mask)), peer, s); err != nil {
+				if err := c.Send(b.sub(rb, recv+uintptr(uint64(lo)*size), count*uint64(mask)), peer, s); err != nil {
 					return err
 				}
-				return c.Recv(b.buf(r, recv+uintptr(uint64(hi)*size), count*uint64(mask)), peer, s)
+				return c.Recv(b.sub(rb, recv+uintptr(uint64(hi)*size), count*uint64(mask)), peer, s)
 			})
 			if err != nil {
 				return err
@@ -875,8 +1098,8 @@ func newPreMulSum(c *nccl.Communicator, dt nccl.DataType, v int64) (*nccl.Custom
 }
 
 // pattern of the current run with seed.
-func (b *bench) pattern(seed uint64) pattern {
-	return newPattern(b.dt.dt, b.op, b.coll.reduces, seed)
+func (b *bench) pattern(seed uint64) *pattern {
+	return newPattern(b.dt.dt, b.op, b.coll.reduces, b.nranks, seed)
 }
 
 // initData writes every local rank's input and clears its output (data
@@ -902,7 +1125,7 @@ func (b *bench) initData(inPlace bool, seed uint64) error {
 			in = r.recv + uintptr(b.cnt.sendInPlace*b.elt*uint64(r.rank))
 		}
 		host := b.hostBuf(sb)
-		p.fill(host, r.rank, 0, b.cnt.send)
+		p.fill(host, layout{{n: b.cnt.send, src: srcInput, rank: r.rank}})
 		if err := cuda.Wrap[uint8](in, int(sb), r.dev).CopyFromHost(host); err != nil {
 			return err
 		}
@@ -920,13 +1143,14 @@ func (b *bench) hostBuf(n uint64) []byte {
 	return b.host[:n]
 }
 
-// checkData compares every local rank's output with the reference and
-// returns the number of wrong elements.
+// checkData compares every local rank's output with what it must hold
+// and returns the number of wrong elements of this process's ranks.
 func (b *bench) checkData(inPlace bool) (int64, error) {
 	eb := b.expectedBytes()
 	if eb == 0 {
 		return 0, nil
 	}
+	p := b.pattern(b.rep)
 	var wrong int64
 	for _, r := range b.ranks {
 		out := r.recv
@@ -937,56 +1161,63 @@ func (b *bench) checkData(inPlace bool) (int64, error) {
 		if err := cuda.Wrap[uint8](out, int(eb), r.dev).CopyToHost(host); err != nil {
 			return 0, err
 		}
-		wrong += countWrong(b.dt.dt, host, b.expectation(r.rank, inPlace), b.nranks)
+		wrong += p.check(host, b.outLayout(r.rank, inPlace))
 	}
 	return wrong, nil
 }
 
-// expectation is what rank q's checked output must hold.
-func (b *bench) expectation(q int, inPlace bool) expectation {
-	p := b.pattern(b.rep)
-	n, param, root, op := b.nranks, b.cnt.param, b.root, b.op
-	move := func(r int, i uint64) (int64, float64) {
-		v := p.at(r, i)
-		return v, float64(v)
+// outLayout is what rank q's checked output must hold.
+func (b *bench) outLayout(q int, inPlace bool) layout {
+	n, param, root, total := b.nranks, b.cnt.param, b.root, b.cnt.recv
+	in := func(r int, off, count uint64) segment { return segment{n: count, src: srcInput, rank: r, off: off} }
+	reduced := layout{{n: total, src: srcReduced}}
+	zero := layout{{n: total}}
+	blocks := func(f func(p int) segment) layout {
+		l := make(layout, n)
+		for p := range l {
+			l[p] = f(p)
+		}
+		return l
 	}
-	zero := func(uint64) (int64, float64) { return 0, 0 }
+	gathered := blocks(func(p int) segment { return in(p, 0, param) })
 	switch b.coll.name {
 	case "all_reduce":
-		return func(i uint64) (int64, float64) { return p.reduced(op, n, i) }
+		return reduced
 	case "reduce":
 		switch {
 		case q == root:
-			return func(i uint64) (int64, float64) { return p.reduced(op, n, i) }
+			return reduced
 		case inPlace:
-			return func(i uint64) (int64, float64) { return move(q, i) }
+			return layout{in(q, 0, total)}
 		}
 		return zero
 	case "reduce_scatter":
-		return func(i uint64) (int64, float64) { return p.reduced(op, n, uint64(q)*param+i) }
+		return layout{{n: total, src: srcReduced, off: uint64(q) * param}}
 	case "broadcast":
-		return func(i uint64) (int64, float64) { return move(root, i) }
+		return layout{in(root, 0, total)}
 	case "all_gather", "hypercube":
-		return func(i uint64) (int64, float64) { return move(int(i/param), i%param) }
+		return gathered
 	case "gather":
 		switch {
 		case q == root:
-			return func(i uint64) (int64, float64) { return move(int(i/param), i%param) }
+			return gathered
 		case inPlace:
-			return func(i uint64) (int64, float64) {
-				if int(i/param) == q {
-					return move(q, i%param)
+			return blocks(func(p int) segment {
+				if p == q {
+					return in(q, 0, param)
 				}
-				return 0, 0
-			}
+				return segment{n: param}
+			})
 		}
 		return zero
 	case "scatter":
-		return func(i uint64) (int64, float64) { return move(root, uint64(q)*param+i) }
+		return layout{in(root, uint64(q)*param, total)}
 	case "alltoall":
-		return func(i uint64) (int64, float64) { return move(int(i/param), uint64(q)*param+i%param) }
+		return blocks(func(p int) segment { return in(p, uint64(q)*param, param) })
 	case "sendrecv":
-		return func(i uint64) (int64, float64) { return move((q-1+n)%n, i) }
+		return layout{in((q-1+n)%n, 0, total)}
+	case "alltoallv":
+		return b.alltoallvLayout(q)
 	}
 	return zero
 }

@@ -15,6 +15,9 @@ import (
 type Options struct {
 	// Test is the collective: one of Tests.
 	Test string
+	// Threads is the number of threads of this process (-t; 0 and 1: one),
+	// each driving GPUs of the World's communicators, in order.
+	Threads int
 	// GPUs is the number of GPUs (ranks) this process drives (-g): devices
 	// first..first+GPUs-1, where first is NCCL_TESTS_DEVICE when set, else
 	// localRank*GPUs. Devices, when set, lists them instead (a device may
@@ -58,6 +61,41 @@ type Options struct {
 	// MinBusBW, when > 0, fails the run if the average bus bandwidth is
 	// below 90% of it (nccl-tests' NCCL_TESTS_MIN_BW).
 	MinBusBW float64
+	// PerIterTiming times every iteration with CUDA events (-I 1): each
+	// Cell gets PerIter, and the table the i_min, i_max, i_p99 and i_cv%
+	// columns. Not with CUDA graphs.
+	PerIterTiming bool
+	// PerIterSkip leaves the first iterations out of the per-iteration
+	// summary (-K; needs PerIterTiming, below Iters).
+	PerIterSkip int
+	// Timestamps prints the wall-clock time at the end of each row (-S 1).
+	Timestamps bool
+	// Unaligned offsets the send and receive buffers by this many elements
+	// (-u), so that NCCL sees unaligned addresses.
+	Unaligned int
+	// Register registers the buffers with each communicator (-R): 0 none,
+	// 1 ncclCommRegister (local registration), 2 ncclCommWindowRegister
+	// with NCCL_WIN_COLL_SYMMETRIC (symmetric windows, NCCL 2.27; 1 before,
+	// as nccl-tests falls back).
+	Register int
+	// MemoryReport prints the GPU memory the run used (-M 1): at
+	// communicator init (when the World measured it), for the buffers, and
+	// during the collectives.
+	MemoryReport bool
+	// Ceiling measures, beside each row, the bandwidth limit of the path
+	// it measured where known (Row.Ceiling): on one rank, a device memcpy
+	// of the same bytes. Not an nccl-tests option; it adds that copy's
+	// time to the run.
+	Ceiling bool
+	// AlltoallvSpread is alltoallv's distance weighting, 0 (equal shares)
+	// to 1 (more to more distant ranks), nccl-tests'
+	// NCCL_TESTS_ALLTOALLV_SPREAD; nil is its default, 1.
+	AlltoallvSpread *float64
+	// CTAPolicy is the communicator's NCCL_CTA_POLICY flags (-x): 1
+	// efficiency, 2 zero (NCCL 2.28), 3 both (2.29); 0 leaves NCCL's
+	// default (NCCL_CTA_POLICY_DEFAULT). It takes effect through
+	// [Options.CommConfig].
+	CTAPolicy int
 }
 
 // DefaultOptions are nccl-tests' defaults: 32 MiB only, 20 iterations, 1
@@ -203,6 +241,8 @@ func (o *Options) Validate() error {
 		return &OptionError{opt, fmt.Sprint(v), reason}
 	}
 	switch {
+	case o.Threads < 0:
+		return bad("-t", o.Threads, "negative")
 	case o.GPUs < 1 && len(o.Devices) == 0:
 		return bad("-g", o.GPUs, "need at least 1 GPU")
 	case o.MinBytes > o.MaxBytes:
@@ -231,6 +271,20 @@ func (o *Options) Validate() error {
 		return bad("-T", o.Timeout, "negative")
 	case o.Graph > 0 && o.StreamNull:
 		return bad("-G", o.Graph, "the legacy default stream (-y 1) cannot be captured")
+	case o.PerIterTiming && o.Graph > 0:
+		return bad("-I", 1, "per-iteration timing cannot time CUDA graph replays (-G)")
+	case o.PerIterSkip < 0 || (o.PerIterSkip > 0 && o.PerIterSkip >= o.Iters):
+		return bad("-K", o.PerIterSkip, fmt.Sprintf("skip 0 to %d of the %d iterations", o.Iters-1, o.Iters))
+	case o.PerIterSkip > 0 && !o.PerIterTiming:
+		return bad("-K", o.PerIterSkip, "needs per-iteration timing (-I 1)")
+	case o.Unaligned < 0:
+		return bad("-u", o.Unaligned, "negative")
+	case o.Register < 0 || o.Register > 2:
+		return bad("-R", o.Register, "one of 0 (none), 1 (local), 2 (symmetric)")
+	case o.AlltoallvSpread != nil && !(*o.AlltoallvSpread >= 0 && *o.AlltoallvSpread <= 1):
+		return bad("NCCL_TESTS_ALLTOALLV_SPREAD", *o.AlltoallvSpread, "between 0 and 1")
+	case o.CTAPolicy < 0:
+		return bad("-x", o.CTAPolicy, "a CTA policy: 0 (NCCL's default), 1, 2 or 3")
 	}
 	if o.Type != "all" {
 		if _, ok := lookupType(o.Type); !ok {
@@ -248,6 +302,14 @@ func (o *Options) Validate() error {
 		}
 	}
 	return nil
+}
+
+// spread is AlltoallvSpread or its default.
+func (o *Options) spread() float64 {
+	if o.AlltoallvSpread == nil {
+		return 1
+	}
+	return *o.AlltoallvSpread
 }
 
 // sizes is the sweep of the run: MinBytes, then by StepFactor or

@@ -44,6 +44,42 @@ type Header struct {
 	Devices     []DeviceInfo
 	// ReducedMaxBytes is set when the sweep was cut to fit GPU memory.
 	ReducedMaxBytes uint64
+	// BufferMemory is the GPU memory the benchmark's buffers took (-M;
+	// the most on any GPU of the job).
+	BufferMemory uint64
+}
+
+// MemoryReport is nccl-tests' "GPU memory usage" line (-M): bytes used on
+// the GPU that used the most, at communicator creation, by the
+// benchmark's buffers, and during the collectives (NCCL's own
+// allocations on first use of a path).
+type MemoryReport struct {
+	Init       int64  `json:"initialization"`
+	Buffers    uint64 `json:"user_allocated"`
+	Collective int64  `json:"collective"`
+}
+
+// memString is nccl-tests' getMemString: B, KB, MB or GB with 2, 1 or 0
+// decimals.
+func memString(n int64) string {
+	v := float64(n)
+	unit := " B"
+	switch a := math.Abs(v); {
+	case a >= 1<<30:
+		v, unit = v/(1<<30), " GB"
+	case a >= 1<<20:
+		v, unit = v/(1<<20), " MB"
+	case a >= 1<<10:
+		v, unit = v/(1<<10), " KB"
+	}
+	prec := 0
+	switch a := math.Abs(v); {
+	case a < 10:
+		prec = 2
+	case a < 100:
+		prec = 1
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64) + unit
 }
 
 // Cell is one timing column group: out-of-place or in-place.
@@ -53,6 +89,8 @@ type Cell struct {
 	BusBW   float64 // GB/s
 	Wrong   int64   // elements that differed from the reference, over all ranks
 	Checked bool    // Wrong is meaningful (false prints N/A)
+	// PerIter are the per-iteration times (-I; nil without).
+	PerIter *IterStats
 }
 
 // Row is one line of results: one size, type, reduction and root.
@@ -64,6 +102,9 @@ type Row struct {
 	Root       int    // -1 when the test has no root
 	OutOfPlace Cell
 	InPlace    Cell
+	// Ceiling is the limit of the measured path, where known and asked
+	// for (Options.Ceiling; nil otherwise).
+	Ceiling *Ceiling
 }
 
 // Report is a whole run.
@@ -83,6 +124,8 @@ type Report struct {
 	// Skipped lists the type and reduction pairs of an "all" sweep that the
 	// loaded NCCL or the GPU does not support, with the reason.
 	Skipped []string
+	// Memory is the -M report (nil without -M).
+	Memory *MemoryReport
 	// LastError is ncclGetLastError after the run ("" when NCCL logged
 	// nothing), printed last as nccl-tests does.
 	LastError string
@@ -167,6 +210,10 @@ type TableWriter struct {
 	// JSONPath, when set, prints nccl-tests' "# Writing JSON output to"
 	// line first.
 	JSONPath string
+	// perIter and stamps are -I and -S of the run begun.
+	perIter, stamps bool
+	// now is the clock of the timestamps (time.Now when nil).
+	now func() time.Time
 }
 
 // Begin prints the header: the run's settings, the devices and the column
@@ -185,7 +232,7 @@ func (t *TableWriter) Begin(h *Header) {
 	}
 	graph := o.Graph
 	fmt.Fprintf(w, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d agg iters: %d validation: %d graph: %d unalign: %d\n",
-		1, h.localGPUs(), o.MinBytes, o.MaxBytes, step, kind, o.Warmup, o.Iters, o.AggIters, o.Check, graph, 0)
+		max(o.Threads, 1), h.localGPUs(), o.MinBytes, o.MaxBytes, step, kind, o.Warmup, o.Iters, o.AggIters, o.Check, graph, o.Unaligned)
 	switch o.Blocking {
 	case 1:
 		fmt.Fprintf(w, "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n")
@@ -193,6 +240,14 @@ func (t *TableWriter) Begin(h *Header) {
 		fmt.Fprintf(w, "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n")
 	case 3:
 		fmt.Fprintf(w, "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier \n")
+	}
+	t.perIter, t.stamps = o.PerIterTiming && o.Graph == 0, o.Timestamps
+	if t.perIter {
+		fmt.Fprintf(w, "# Per-Iteration Report: CUDA event timing; i_* uses max over process rows")
+		if o.PerIterSkip > 0 {
+			fmt.Fprintf(w, "; summary skips first %d iterations", o.PerIterSkip)
+		}
+		fmt.Fprintf(w, " \n")
 	}
 	fmt.Fprintf(w, "#\n")
 	fmt.Fprintf(w, "# Using devices\n")
@@ -206,12 +261,28 @@ func (t *TableWriter) Begin(h *Header) {
 	if o.CPUTime {
 		timeStr = "cputime"
 	}
+	tsLbl, tsPad, tsFmt := "", 0, ""
+	if t.stamps {
+		tsLbl, tsPad, tsFmt = "timestamp", 19, "%Y-%m-%d %H:%M:%S"
+	}
 	fmt.Fprintf(w, "#\n")
+	if t.perIter {
+		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                in-place (+ per-iteration)\n", "", "", "", "", "")
+		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s %*s\n",
+			"size", "count", "type", "redop", "root",
+			timeStr, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
+			timeStr, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", tsPad, tsLbl)
+		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s %*s\n",
+			"(B)", "(elements)", "", "", "",
+			"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
+			"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", tsPad, tsFmt)
+		return
+	}
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "", "", "")
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size", "count", "type", "redop", "root",
-		timeStr, "algbw", "busbw", "#wrong", timeStr, "algbw", "busbw", "#wrong", 0, "")
+		timeStr, "algbw", "busbw", "#wrong", timeStr, "algbw", "busbw", "#wrong", tsPad, tsLbl)
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)", "(elements)", "", "", "",
-		"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", 0, "")
+		"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", tsPad, tsFmt)
 }
 
 // localGPUs is the nGpus of the header line: GPUs per process.
@@ -225,22 +296,44 @@ func (h *Header) localGPUs() int {
 	return h.Options.GPUs
 }
 
-// Row prints one result line.
-func (t *TableWriter) Row(test string, r *Row) { io.WriteString(t.W, FormatRow(r)) }
-
-// FormatRow is one result line as nccl-tests prints it, newline included.
-func FormatRow(r *Row) string {
+// Row prints one result line: with -I the per-iteration columns after
+// each cell, with -S the time at the end.
+func (t *TableWriter) Row(test string, r *Row) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6s", r.Size, r.Count, r.Type, r.Op, fmt.Sprintf("%6d", r.Root))
-	for _, c := range []*Cell{&r.OutOfPlace, &r.InPlace} {
-		if c.Checked {
-			fmt.Fprintf(&b, "  %7s  %6s  %6s  %6s", floatStr(c.Time, 7), floatStr(c.AlgBW, 6), floatStr(c.BusBW, 6), cGWidth(float64(c.Wrong), 6))
-		} else {
-			fmt.Fprintf(&b, "  %7s  %6s  %6s    N/A", floatStr(c.Time, 7), floatStr(c.AlgBW, 6), floatStr(c.BusBW, 6))
+	writeRow(&b, r, t.perIter)
+	if t.stamps {
+		now := time.Now
+		if t.now != nil {
+			now = t.now
 		}
+		fmt.Fprintf(&b, "%21s", now().Format("2006-01-02 15:04:05"))
 	}
 	b.WriteString("\n")
+	io.WriteString(t.W, b.String())
+}
+
+// FormatRow is one result line as nccl-tests prints it, newline included
+// (without the per-iteration and timestamp columns).
+func FormatRow(r *Row) string {
+	var b strings.Builder
+	writeRow(&b, r, false)
+	b.WriteString("\n")
 	return b.String()
+}
+
+func writeRow(b *strings.Builder, r *Row, perIter bool) {
+	fmt.Fprintf(b, "%12d  %12d  %8s  %6s  %6s", r.Size, r.Count, r.Type, r.Op, fmt.Sprintf("%6d", r.Root))
+	for _, c := range []*Cell{&r.OutOfPlace, &r.InPlace} {
+		if c.Checked {
+			fmt.Fprintf(b, "  %7s  %6s  %6s  %6s", floatStr(c.Time, 7), floatStr(c.AlgBW, 6), floatStr(c.BusBW, 6), cGWidth(float64(c.Wrong), 6))
+		} else {
+			fmt.Fprintf(b, "  %7s  %6s  %6s    N/A", floatStr(c.Time, 7), floatStr(c.AlgBW, 6), floatStr(c.BusBW, 6))
+		}
+		if perIter && c.PerIter != nil {
+			p := c.PerIter
+			fmt.Fprintf(b, "  %7s  %7s  %7s  %7s", floatStr(p.Min, 7), floatStr(p.Max, 7), floatStr(p.P99, 7), floatStr(p.CV, 7))
+		}
+	}
 }
 
 // End prints the footer.
@@ -261,6 +354,10 @@ func (t *TableWriter) End(r *Report) {
 	fmt.Fprintf(w, "# %-20s : %s %s\n", "Avg bus bandwidth", cG(r.AvgBusBW), bwStatus)
 	fmt.Fprintf(w, "#\n")
 	fmt.Fprintf(w, "# Collective test concluded: %s\n", r.Program)
+	if m := r.Memory; m != nil {
+		fmt.Fprintf(w, "# %-20s : Initialization %s | User-Allocated %s | Collective %s | Total  %s\n", "GPU memory usage",
+			memString(m.Init), memString(int64(m.Buffers)), memString(m.Collective), memString(m.Init+int64(m.Buffers)+m.Collective))
+	}
 	fmt.Fprintf(w, "#\n")
 	if r.LastError != "" {
 		fmt.Fprintf(w, "# error: %s\n", r.LastError)

@@ -23,6 +23,7 @@ func blockOf(count, elt uint64, n int) uint64 {
 // bandwidth factor, and how it runs and what it leaves in each rank's
 // output.
 type collective struct {
+	kind    collKind
 	name    string // the TEST argument, e.g. "all_reduce"
 	program string // nccl-tests' binary, e.g. "all_reduce_perf"
 	// opName is the redop column of tests without a reduction ("none"; ""
@@ -37,17 +38,38 @@ type collective struct {
 	// busFactor is busbw/algbw; algFactor is algbw*sec/(param*elt).
 	algFactor func(n int) float64
 	busFactor func(n int) float64
+	// algBytes, when set, replaces param*elt*algFactor: the bytes algbw
+	// counts (alltoallv: the most a rank sends or receives).
+	algBytes func(param, elt uint64, n int) uint64
 }
+
+// collKind names a test for the engine's hot path (a switch on an
+// integer, not on the name).
+type collKind uint8
+
+const (
+	collAllReduce collKind = iota
+	collAllGather
+	collBroadcast
+	collReduce
+	collReduceScatter
+	collAllToAll
+	collGather
+	collScatter
+	collSendRecv
+	collHypercube
+	collAllToAllV
+)
 
 var collectives = map[string]*collective{
 	"all_reduce": {
-		name: "all_reduce", program: "all_reduce_perf", usesOp: true, reduces: true,
+		kind: collAllReduce, name: "all_reduce", program: "all_reduce_perf", usesOp: true, reduces: true,
 		counts:    func(c, e uint64, n int) counts { return counts{send: c, recv: c, param: c} },
 		algFactor: func(n int) float64 { return 1 },
 		busFactor: func(n int) float64 { return float64(2*(n-1)) / float64(n) },
 	},
 	"all_gather": {
-		name: "all_gather", program: "all_gather_perf", opName: "none",
+		kind: collAllGather, name: "all_gather", program: "all_gather_perf", opName: "none",
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b, recv: b * uint64(n), param: b, sendInPlace: b}
@@ -56,19 +78,19 @@ var collectives = map[string]*collective{
 		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
 	},
 	"broadcast": {
-		name: "broadcast", program: "broadcast_perf", opName: "none", rooted: true,
+		kind: collBroadcast, name: "broadcast", program: "broadcast_perf", opName: "none", rooted: true,
 		counts:    func(c, e uint64, n int) counts { return counts{send: c, recv: c, param: c} },
 		algFactor: func(n int) float64 { return 1 },
 		busFactor: func(n int) float64 { return 1 },
 	},
 	"reduce": {
-		name: "reduce", program: "reduce_perf", usesOp: true, reduces: true, rooted: true,
+		kind: collReduce, name: "reduce", program: "reduce_perf", usesOp: true, reduces: true, rooted: true,
 		counts:    func(c, e uint64, n int) counts { return counts{send: c, recv: c, param: c} },
 		algFactor: func(n int) float64 { return 1 },
 		busFactor: func(n int) float64 { return 1 },
 	},
 	"reduce_scatter": {
-		name: "reduce_scatter", program: "reduce_scatter_perf", usesOp: true, reduces: true,
+		kind: collReduceScatter, name: "reduce_scatter", program: "reduce_scatter_perf", usesOp: true, reduces: true,
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b * uint64(n), recv: b, param: b, recvInPlace: b}
@@ -77,7 +99,7 @@ var collectives = map[string]*collective{
 		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
 	},
 	"alltoall": {
-		name: "alltoall", program: "alltoall_perf", opName: "none", noInCheck: true,
+		kind: collAllToAll, name: "alltoall", program: "alltoall_perf", opName: "none", noInCheck: true,
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b * uint64(n), recv: b * uint64(n), param: b}
@@ -86,7 +108,7 @@ var collectives = map[string]*collective{
 		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
 	},
 	"gather": {
-		name: "gather", program: "gather_perf", opName: "none", rooted: true,
+		kind: collGather, name: "gather", program: "gather_perf", opName: "none", rooted: true,
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b, recv: b * uint64(n), param: b, sendInPlace: b}
@@ -95,7 +117,7 @@ var collectives = map[string]*collective{
 		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
 	},
 	"scatter": {
-		name: "scatter", program: "scatter_perf", opName: "none", rooted: true,
+		kind: collScatter, name: "scatter", program: "scatter_perf", opName: "none", rooted: true,
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b * uint64(n), recv: b, param: b, recvInPlace: b}
@@ -104,13 +126,26 @@ var collectives = map[string]*collective{
 		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
 	},
 	"sendrecv": {
-		name: "sendrecv", program: "sendrecv_perf", usesOp: true, noInCheck: true,
+		kind: collSendRecv, name: "sendrecv", program: "sendrecv_perf", usesOp: true, noInCheck: true,
 		counts:    func(c, e uint64, n int) counts { return counts{send: c, recv: c, param: c} },
 		algFactor: func(n int) float64 { return 1 },
 		busFactor: func(n int) float64 { return 1 },
 	},
+	"alltoallv": {
+		// nccl-tests' generated pattern at its default spread (1.0: more
+		// to more distant ranks); Options.AlltoallvSpread sets another.
+		kind: collAllToAllV, name: "alltoallv", program: "alltoallv_perf", opName: "none", noInCheck: true,
+		counts: func(c, e uint64, n int) counts {
+			p := blockOf(c, e, n)
+			v := alltoallvCount(p, e, n, 1)
+			return counts{send: v, recv: v, param: p}
+		},
+		algFactor: func(n int) float64 { return float64(n) },
+		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
+		algBytes:  func(p, e uint64, n int) uint64 { return alltoallvCount(p, e, n, 1) * e },
+	},
 	"hypercube": {
-		name: "hypercube", program: "hypercube_perf", opName: "", pow2: true,
+		kind: collHypercube, name: "hypercube", program: "hypercube_perf", opName: "", pow2: true,
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b, recv: b * uint64(n), param: b, sendInPlace: b}
@@ -155,6 +190,9 @@ func Bandwidth(test string, count, elt uint64, sec float64, nranks int) (algbw, 
 		return 0, 0, false
 	}
 	alg := float64(count*elt) * c.algFactor(nranks) / 1.0e9 / sec
+	if c.algBytes != nil {
+		alg = float64(c.algBytes(count, elt, nranks)) / 1.0e9 / sec
+	}
 	return alg, alg * c.busFactor(nranks), true
 }
 

@@ -33,6 +33,13 @@
 // Kubernetes) rank 0 hosts a server at MASTER_ADDR:MASTER_PORT, requiring
 // NCCL4GO_STORE_SECRET when it is set. A job of one rank needs none.
 //
+// The TCP store speaks torch 2.1's protocol and later (torch before 2.1 has
+// no VALIDATE handshake: Dial returns ErrOldTorch at once against its
+// server, and Server closes its clients with a log line naming it). Server
+// bounds what clients can make it hold: see ServerOptions. A FileStore
+// survives writes that fail part way and follows its file when it is
+// replaced.
+//
 // # Communicators
 //
 // Init (or Open, then Session.Communicator for several communicators):

@@ -135,6 +135,12 @@ func (j *Job) String() string {
 	return s
 }
 
+// MaxWorldSize is the largest world size FromEnv accepts: 2^20 ranks, far
+// above any job NCCL has run, and small enough that a per-rank table of
+// the job (Session.AllGather's) cannot exhaust memory by itself. A larger
+// value is an *EnvError.
+const MaxWorldSize = 1 << 20
+
 // EnvError is a job environment FromEnv cannot use: a value missing, out of
 // range or contradicting another. It names the variables read and their
 // values.
@@ -626,6 +632,9 @@ func (r *reader) complete(j *Job, f *found, ppid int) error {
 	if f.size < 1 {
 		return r.fail("world size %s=%d is not positive", f.sizeName, f.size)
 	}
+	if f.size > MaxWorldSize {
+		return r.fail("world size %s=%d is above %d, the most ranks this package runs", f.sizeName, f.size, MaxWorldSize)
+	}
 	if f.rank >= f.size {
 		return r.fail("rank %d (%s) is not below the world size %d (%s)", f.rank, f.rankName, f.size, f.sizeName)
 	}
@@ -670,6 +679,11 @@ func (r *reader) complete(j *Job, f *found, ppid int) error {
 	}
 	if f.nodes == 0 && (oneNode || f.size == 1) {
 		f.nodes = 1
+		if f.node >= 1 {
+			// A node rank set beside a count found only now ("one node").
+			return r.fail("node rank %d (%s) is not below the number of nodes, 1 (all %d ranks are on one node)",
+				f.node, f.nodeName, f.size)
+		}
 	}
 	j.Rank, j.WorldSize, j.LocalRank, j.LocalWorldSize = f.rank, f.size, f.localRank, f.localSize
 	j.NodeRank, j.NumNodes = f.node, f.nodes
@@ -681,8 +695,8 @@ func (r *reader) complete(j *Job, f *found, ppid int) error {
 		j.JobID = "ppid-" + strconv.Itoa(ppid)
 	}
 	if v, ok := r.get(EnvStoreAddr); ok {
-		if _, _, err := net.SplitHostPort(v); err != nil {
-			return r.fail("%s=%q is not host:port", EnvStoreAddr, v)
+		if err := addrProblem(v); err != nil {
+			return r.fail("%s=%q is not host:port with a usable port: %v", EnvStoreAddr, v, err)
 		}
 		j.StoreAddr = v
 		j.StorePrefix = ""
@@ -713,6 +727,11 @@ func (r *reader) complete(j *Job, f *found, ppid int) error {
 	}
 	if f.port > 65535 {
 		return r.fail("master port %d is not a TCP port", f.port)
+	}
+	if f.addr != "" && f.size > 1 && j.StoreAddr == "" {
+		if err := addrProblem(net.JoinHostPort(f.addr, strconv.Itoa(max(f.port, 1)))); err != nil {
+			return r.fail("master address %q is not usable: %v", f.addr, err)
+		}
 	}
 	j.MasterAddr, j.MasterPort = f.addr, f.port
 	j.StoreSecret, _ = r.get(EnvStoreSecret)
@@ -780,11 +799,16 @@ func FirstHost(list string) (string, error) {
 	return hosts[0], nil
 }
 
+// MaxNodeListNames bounds ExpandNodeList without a max: a longer list is an
+// error, not an exhausted memory.
+const MaxNodeListNames = 1 << 20
+
 // ExpandNodeList expands a Slurm node list ("a[1-3,07],b,c[1-2]-ib[0-1]")
 // into host names, in Slurm's order, stopping after max names (max <= 0:
-// all).
+// all, at most MaxNodeListNames). It makes only the names it returns: the
+// first host of a list of 10^7 names costs what one name costs, and a
+// range ending at the largest integer neither overflows nor loops.
 func ExpandNodeList(list string, max int) ([]string, error) {
-	var out []string
 	depth, start := 0, 0
 	var items []string
 	for i, c := range list {
@@ -807,61 +831,116 @@ func ExpandNodeList(list string, max int) ([]string, error) {
 		return nil, fmt.Errorf("node list %q: unbalanced [", list)
 	}
 	items = append(items, list[start:])
+	limit := max
+	if limit <= 0 {
+		limit = MaxNodeListNames + 1
+	}
+	var out []string
 	for _, it := range items {
 		it = strings.TrimSpace(it)
 		if it == "" {
 			continue
 		}
-		names, err := expandHost(it, max-len(out))
+		err := expandHost(it, func(name string) bool {
+			out = append(out, name)
+			return len(out) < limit
+		})
 		if err != nil {
 			return nil, fmt.Errorf("node list %q: %v", list, err)
 		}
-		out = append(out, names...)
-		if max > 0 && len(out) >= max {
-			return out[:max], nil
+		if len(out) >= limit {
+			if max <= 0 {
+				return nil, fmt.Errorf("node list %q: more than %d names", list, MaxNodeListNames)
+			}
+			return out, nil
 		}
 	}
 	return out, nil
 }
 
-// expandHost expands one item with bracketed ranges, up to max names.
-func expandHost(item string, max int) ([]string, error) {
-	open := strings.IndexByte(item, '[')
-	if open < 0 {
-		return []string{item}, nil
+// nodeSpan is one range of a bracket ("07-09": 7 to 9, written 2 wide).
+type nodeSpan struct{ a, b, width int }
+
+// nodePart is a literal, or (spans set) a bracket of ranges.
+type nodePart struct {
+	lit   string
+	spans []nodeSpan
+}
+
+// parseHost splits one item ("rack[1-2]-n[01-02]") into literals and
+// brackets, checking every range before any name is made.
+func parseHost(item string) ([]nodePart, error) {
+	var parts []nodePart
+	for item != "" {
+		open := strings.IndexByte(item, '[')
+		if open < 0 {
+			if strings.IndexByte(item, ']') >= 0 {
+				return nil, fmt.Errorf("%q: unbalanced ]", item)
+			}
+			parts = append(parts, nodePart{lit: item})
+			break
+		}
+		end := strings.IndexByte(item[open:], ']')
+		if end < 0 {
+			return nil, fmt.Errorf("%q: unbalanced [", item)
+		}
+		end += open
+		head, ranges := item[:open], item[open+1:end]
+		if strings.IndexByte(head, ']') >= 0 || strings.IndexByte(ranges, '[') >= 0 {
+			return nil, fmt.Errorf("%q: nested or unbalanced brackets", item)
+		}
+		if head != "" {
+			parts = append(parts, nodePart{lit: head})
+		}
+		var spans []nodeSpan
+		for _, rg := range strings.Split(ranges, ",") {
+			lo, hi, isRange := strings.Cut(rg, "-")
+			if !isRange {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 != nil || err2 != nil || a > b || a < 0 {
+				return nil, fmt.Errorf("%q: bad range %q", item, rg)
+			}
+			spans = append(spans, nodeSpan{a, b, len(lo)})
+		}
+		parts = append(parts, nodePart{spans: spans})
+		item = item[end+1:]
 	}
-	end := strings.IndexByte(item[open:], ']')
-	if end < 0 {
-		return nil, fmt.Errorf("%q: unbalanced [", item)
-	}
-	end += open
-	prefix, ranges, rest := item[:open], item[open+1:end], item[end+1:]
-	tails, err := expandHost(rest, 0)
+	return parts, nil
+}
+
+// expandHost calls yield with each name of item (with bracketed ranges), in
+// Slurm's order, until yield returns false.
+func expandHost(item string, yield func(string) bool) error {
+	parts, err := parseHost(item)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []string
-	for _, rg := range strings.Split(ranges, ",") {
-		lo, hi, isRange := strings.Cut(rg, "-")
-		if !isRange {
-			hi = lo
+	var walk func(i int, prefix string) bool
+	walk = func(i int, prefix string) bool {
+		if i == len(parts) {
+			return yield(prefix)
 		}
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := strconv.Atoi(hi)
-		if err1 != nil || err2 != nil || a > b || a < 0 {
-			return nil, fmt.Errorf("%q: bad range %q", item, rg)
+		p := parts[i]
+		if p.spans == nil {
+			return walk(i+1, prefix+p.lit)
 		}
-		for n := a; n <= b; n++ {
-			num := fmt.Sprintf("%0*d", len(lo), n)
-			for _, t := range tails {
-				out = append(out, prefix+num+t)
-				if max > 0 && len(out) >= max {
-					return out, nil
+		for _, sp := range p.spans {
+			for n := sp.a; ; n++ {
+				if !walk(i+1, prefix+fmt.Sprintf("%0*d", sp.width, n)) {
+					return false
+				}
+				if n == sp.b { // before n++, which would overflow at the largest int
+					break
 				}
 			}
 		}
+		return true
 	}
-	return out, nil
+	walk(0, "")
+	return nil
 }
 
 // sortedInts formats ranks like "3, 5" (helper for messages).

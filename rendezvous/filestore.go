@@ -36,13 +36,22 @@ type FileStoreOptions struct {
 // Waiting polls the file (no inotify: it does not work on many shared file
 // systems). Safe for concurrent use; several FileStores, in one process or
 // many, may use the same file.
+//
+// A write that fails part way (a full disk, a quota, a file-size limit) is
+// rolled back, and a torn record left by a writer killed mid-write is
+// skipped by readers and cut off by the next writer: the store stays usable.
+// A FileStore follows its path: when the file is replaced (another file
+// renamed over it, or removed and made again, whatever its length), it
+// reads the new file from its start, as a store opened now would; Close
+// then counts this user out of the new file.
 type FileStore struct {
 	path string
 	opts FileStoreOptions
 
-	mu     sync.Mutex // guards cache, pos, closed, and serializes file access
+	mu     sync.Mutex // guards cache, pos, info, closed, and serializes file access
 	cache  map[string][]byte
 	pos    int64
+	info   os.FileInfo // the file the cache was read from (its identity)
 	closed bool
 }
 
@@ -126,6 +135,7 @@ func (s *FileStore) withFile(write bool, f func(file *os.File) error) error {
 	}
 	file, err := os.OpenFile(s.path, flag, 0o644)
 	if errors.Is(err, fs.ErrNotExist) && !write {
+		s.forget() // removed: an empty store, until a file comes back
 		return f(nil)
 	}
 	if err != nil {
@@ -136,20 +146,36 @@ func (s *FileStore) withFile(write bool, f func(file *os.File) error) error {
 		return fmt.Errorf("rendezvous: file store: lock %s: %w", s.path, err)
 	}
 	defer unlockFile(file)
-	if err := s.refresh(file); err != nil {
+	if err := s.refresh(file, write); err != nil {
 		return err
 	}
 	return f(file)
 }
 
-// refresh reads the records added since the last look.
-func (s *FileStore) refresh(file *os.File) error {
+// forget drops what was read, to read a new file from its start.
+func (s *FileStore) forget() {
+	s.pos = 0
+	s.info = nil
+	clear(s.cache)
+}
+
+// refresh reads the records added since the last look. A file replaced
+// since then (another file at the path, whatever its length) is read from
+// its start. A torn record at the end (a write that failed part way: a full
+// disk, a quota, a file-size limit, a killed writer) is not the store's: a
+// reader stops before it, a writer (holding the exclusive lock, so no write
+// is in progress) cuts it off.
+func (s *FileStore) refresh(file *os.File, write bool) error {
 	st, err := file.Stat()
 	if err != nil {
 		return fmt.Errorf("rendezvous: file store: %w", err)
 	}
+	if s.info != nil && !os.SameFile(s.info, st) {
+		s.forget()
+	}
+	s.info = st
 	size := st.Size()
-	if size < s.pos { // the file was replaced: start over
+	if size < s.pos { // the file was cut short: start over
 		s.pos = 0
 		clear(s.cache)
 	}
@@ -161,13 +187,16 @@ func (s *FileStore) refresh(file *os.File) error {
 		return fmt.Errorf("rendezvous: file store: %w", err)
 	}
 	off := 0
+	torn := false
 	for off < len(data) {
-		key, n1, ok1 := fileField(data[off:], 1<<20)
-		if !ok1 {
+		key, n1, st1 := fileField(data[off:], 1<<20)
+		if st1 != fieldOK {
+			torn = st1 == fieldShort
 			break
 		}
-		val, n2, ok2 := fileField(data[off+n1:], s.opts.MaxValueBytes)
-		if !ok2 {
+		val, n2, st2 := fileField(data[off+n1:], s.opts.MaxValueBytes)
+		if st2 != fieldOK {
+			torn = st2 == fieldShort
 			break
 		}
 		off += n1 + n2
@@ -178,25 +207,40 @@ func (s *FileStore) refresh(file *os.File) error {
 			s.cache[k] = val
 		}
 	}
+	s.pos += int64(off)
 	if off < len(data) {
-		// Records are written whole under the exclusive lock, so a tail that
-		// does not parse is damage, not a write in progress.
-		return fmt.Errorf("%w: %s: bad record at offset %d", ErrCorrupt, s.path, s.pos+int64(off))
+		if !torn {
+			return fmt.Errorf("%w: %s: bad record at offset %d", ErrCorrupt, s.path, s.pos)
+		}
+		if write {
+			if err := file.Truncate(s.pos); err != nil {
+				return fmt.Errorf("rendezvous: file store: cutting off a torn record at offset %d of %s: %w", s.pos, s.path, err)
+			}
+			s.info, _ = file.Stat()
+		}
 	}
-	s.pos = size
 	return nil
 }
 
+const (
+	fieldOK    = iota
+	fieldShort // the data ends inside the field: a torn write
+	fieldBad   // a length over the limit: not a record
+)
+
 // fileField parses a uint32 length and that many bytes.
-func fileField(b []byte, max int) ([]byte, int, bool) {
+func fileField(b []byte, max int) ([]byte, int, int) {
 	if len(b) < 4 {
-		return nil, 0, false
+		return nil, 0, fieldShort
 	}
 	n := binary.LittleEndian.Uint32(b)
-	if uint64(n) > uint64(max) || uint64(n) > uint64(len(b)-4) {
-		return nil, 0, false
+	if uint64(n) > uint64(max) {
+		return nil, 0, fieldBad
 	}
-	return bytes.Clone(b[4 : 4+n]), 4 + int(n), true
+	if uint64(n) > uint64(len(b)-4) {
+		return nil, 0, fieldShort
+	}
+	return bytes.Clone(b[4 : 4+n]), 4 + int(n), fieldOK
 }
 
 // appendRecord writes one record at the end of the file (the caller holds the
@@ -211,6 +255,10 @@ func (s *FileStore) appendRecord(file *os.File, key string, value []byte) error 
 	rec = binary.LittleEndian.AppendUint32(rec, uint32(len(value)))
 	rec = append(rec, value...)
 	if _, err := file.WriteAt(rec, s.pos); err != nil {
+		// Roll back what part of the record was written, so that the file
+		// stays a list of whole records for every user (if this fails too,
+		// the next writer cuts the torn record off).
+		file.Truncate(s.pos)
 		return fmt.Errorf("rendezvous: file store: write %s: %w", s.path, err)
 	}
 	s.pos += int64(len(rec))

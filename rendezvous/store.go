@@ -47,6 +47,14 @@ var (
 	ErrNotInteger = errors.New("rendezvous: value is not an integer")
 	// ErrInvalidArgument: an empty key list or a malformed argument.
 	ErrInvalidArgument = errors.New("rendezvous: invalid argument")
+	// ErrServerFull: the server had no room for another connection (its
+	// MaxConns); Dial retries within its budget and reports it as the last
+	// failure.
+	ErrServerFull = errors.New("rendezvous: store server full")
+	// ErrOldTorch: the peer is a torch TCPStore older than 2.1, which has no
+	// VALIDATE handshake (and numbers its commands differently). The store
+	// serves, and joins, torch 2.1 and later; Dial fails at once with it.
+	ErrOldTorch = errors.New("rendezvous: a pre-2.1 torch peer")
 	// ErrUnreachable: the store's address could not be reached within the dial
 	// budget; the wrapping *DialError names the address and how long it tried.
 	ErrUnreachable = errors.New("rendezvous: store unreachable")

@@ -12,9 +12,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -62,8 +64,18 @@ type DialError struct {
 // Error implements error.
 func (e *DialError) Error() string {
 	what := "unreachable"
-	if errors.Is(e.Err, ErrProtocol) {
+	switch {
+	case errors.Is(e.Err, ErrOldTorch):
+		what = "is a torch store older than 2.1 (found"
+	case errors.Is(e.Err, ErrInvalidArgument):
+		what = "cannot be dialed (found"
+	case errors.Is(e.Err, ErrServerFull):
+		what = "had no room for another connection"
+	case errors.Is(e.Err, ErrProtocol):
 		what = "answered, but not as a store,"
+	}
+	if strings.HasSuffix(what, "(found") {
+		return fmt.Sprintf("rendezvous: store at %s %s at once, %d attempt(s)): %v", e.Addr, what, e.Attempts, e.Err)
 	}
 	return fmt.Sprintf("rendezvous: store at %s %s after %v (%d attempts): %v",
 		e.Addr, what, e.Elapsed.Round(time.Millisecond), e.Attempts, e.Err)
@@ -98,10 +110,16 @@ type TCPStore struct {
 	nonce  atomic.Uint32
 }
 
-// Dial connects to the store at addr ("host:port"), retrying until opts.Timeout
-// or ctx ends; then it fails with a *DialError naming the address and how long
-// it tried. A server that refuses the client's secret (or lack of one) fails
-// at once with an error matching ErrUnauthorized. opts may be nil.
+// Dial connects to the store at addr ("host:port"), retrying what can go
+// away (connection refused while the server starts, resets, no answer, a
+// name not resolved yet, a full server: ErrServerFull) until opts.Timeout or
+// ctx ends; then it fails with a *DialError naming the address and how long
+// it tried. It fails at once, after at most one attempt, on what retrying
+// cannot fix: an address that is not host:port with a port 1-65535 or whose
+// host is a malformed IP literal (ErrInvalidArgument), a torch server older
+// than 2.1 (ErrOldTorch), a server that refuses the client's secret or lack
+// of one (ErrUnauthorized); and after three protocol errors in a row (not a
+// store). opts may be nil.
 func Dial(ctx context.Context, addr string, opts *DialOptions) (*TCPStore, error) {
 	var o DialOptions
 	if opts != nil {
@@ -117,6 +135,9 @@ func Dial(ctx context.Context, addr string, opts *DialOptions) (*TCPStore, error
 		s.secret = []byte(o.Secret)
 	}
 	s.nonce.Store(rand.Uint32())
+	if err := checkAddr(addr); err != nil {
+		return nil, &DialError{Addr: addr, Err: err}
+	}
 	c, err := s.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -243,6 +264,9 @@ func (s *TCPStore) dial(ctx context.Context) (*clientConn, error) {
 		if errors.Is(err, ErrUnauthorized) {
 			return nil, err
 		}
+		if permanent(err) {
+			return nil, fail(err)
+		}
 		// Something answers on the port, and not as a store: three times
 		// in a row is no store starting up, it is the wrong address.
 		if errors.Is(err, ErrProtocol) {
@@ -270,6 +294,64 @@ func (s *TCPStore) dial(ctx context.Context) (*clientConn, error) {
 			return nil, fail(err)
 		}
 	}
+}
+
+// permanent reports whether a dial failure cannot go away by retrying: a
+// pre-2.1 torch server, an address the resolver rejects as malformed.
+// Connection refused, reset, unanswered, a name not found (yet) and a full
+// server are retried.
+func permanent(err error) bool {
+	var ae *net.AddrError
+	var pe *net.ParseError
+	return errors.Is(err, ErrOldTorch) || errors.Is(err, ErrInvalidArgument) || errors.As(err, &ae) || errors.As(err, &pe)
+}
+
+// checkAddr rejects, before any attempt, an address no retry can reach: not
+// host:port, a port that is not 1-65535 (or a known service name), or a host
+// written as an IP literal that is not one. The error wraps
+// ErrInvalidArgument.
+func checkAddr(addr string) error {
+	if err := addrProblem(addr); err != nil {
+		return fmt.Errorf("%w: address %q: %v", ErrInvalidArgument, addr, err)
+	}
+	return nil
+}
+
+func addrProblem(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("not host:port")
+	}
+	if err := checkPort(port); err != nil {
+		return err
+	}
+	if strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return fmt.Errorf("host %q has a space or a control character", host)
+	}
+	h, _, _ := strings.Cut(host, "%")
+	literal := strings.Contains(h, ":") || (h != "" && strings.Trim(h, "0123456789.") == "")
+	if literal && net.ParseIP(h) == nil {
+		return fmt.Errorf("host %q is not an IP address", host)
+	}
+	return nil
+}
+
+// checkPort accepts a TCP port number 1-65535 or a service name the system
+// knows.
+func checkPort(port string) error {
+	if port == "" {
+		return errors.New("no port")
+	}
+	if n, err := strconv.ParseUint(port, 10, 64); err == nil || strings.Trim(port, "0123456789") == "" {
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %s is not 1-65535", port)
+		}
+		return nil
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q is not a number or a known service", port)
+	}
+	return nil
 }
 
 func (s *TCPStore) dialOnce(ctx context.Context, deadline time.Time) (*clientConn, error) {
@@ -314,6 +396,9 @@ func (s *TCPStore) handshake(c *clientConn) error {
 			return err
 		}
 		sn, err := readVector(c.br, authNonceLen)
+		if errors.Is(err, errFull) {
+			return fmt.Errorf("%w (MaxConns connections are open)", ErrServerFull)
+		}
 		if err != nil {
 			if os.IsTimeout(err) {
 				return fmt.Errorf("%w: no answer to the secret handshake; a torch store has no secret: dial it without one", ErrUnauthorized)
@@ -345,18 +430,27 @@ func (s *TCPStore) handshake(c *clientConn) error {
 		}
 		b = b[:0]
 	}
-	nonce := s.nextNonce() | helloBit
+	nonce := s.nextNonce() | helloBit | oldTorchBit
 	b = appendRequest(b, &request{op: qPing, u32: nonce})
 	if _, err := c.nc.Write(b); err != nil {
+		if s.secret == nil && closedByPeer(err) {
+			return oldTorchErr(err)
+		}
 		return err
 	}
 	got, err := readU32(c.br)
 	c.buf = b[:0]
 	if err != nil {
-		if s.secret == nil && (err == io.EOF || err == io.ErrUnexpectedEOF) {
-			return fmt.Errorf("server closed the connection after validation (if it is a store of this package, it may require a secret): %w", err)
+		if s.secret == nil && closedByPeer(err) {
+			// torch before 2.1 reads VALIDATE as a SET of an impossible
+			// key length and drops the connection at once; a store of
+			// this package (or torch's since 2.1) answers the PING.
+			return oldTorchErr(err)
 		}
 		return err
+	}
+	if got == fullNonce {
+		return fmt.Errorf("%w (MaxConns connections are open)", ErrServerFull)
 	}
 	if got == refusedNonce && s.secret == nil {
 		return fmt.Errorf("%w: the server requires a secret", ErrUnauthorized)
@@ -370,6 +464,22 @@ func (s *TCPStore) handshake(c *clientConn) error {
 	}
 	return nil
 }
+
+// closedByPeer reports whether err is the peer closing or resetting the
+// connection.
+func closedByPeer(err error) bool {
+	return err == io.EOF || err == io.ErrUnexpectedEOF || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE)
+}
+
+func oldTorchErr(err error) error {
+	return fmt.Errorf("%w: the server closed the connection at the VALIDATE handshake without an answer, as "+
+		"torch's TCPStore before 2.1 does (it has no VALIDATE); nccl4go's store joins torch 2.1 and later (%v)",
+		ErrOldTorch, err)
+}
+
+// errFull is readVector's "server full" answer (fullLen).
+var errFull = errors.New("server full")
 
 func readU32(r *bufio.Reader) (uint32, error) {
 	var b [4]byte
@@ -392,6 +502,9 @@ func readVector(r *bufio.Reader, max int) ([]byte, error) {
 	n, err := readU64(r)
 	if err != nil {
 		return nil, err
+	}
+	if n == fullLen {
+		return nil, errFull
 	}
 	if n > uint64(max) {
 		return nil, fmt.Errorf("%w: reply of %d bytes (limit %d)", ErrProtocol, n, max)
@@ -536,6 +649,9 @@ func (s *TCPStore) confirm(c *clientConn, req *request) (bool, error) {
 	got, err := readU32(c.br)
 	if err != nil {
 		return false, noEOF(err)
+	}
+	if got == tooLargeNonce && c.ext {
+		return false, fmt.Errorf("%w: the server's store is full (its MaxStoreBytes)", ErrTooLarge)
 	}
 	if got != nonce {
 		return false, fmt.Errorf("%w: PING answered %#x, want %#x", ErrProtocol, got, nonce)

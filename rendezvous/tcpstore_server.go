@@ -5,26 +5,45 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // ServerOptions configure a Server. The zero value (or nil) gives the defaults.
+//
+// What one connection can make the server hold, with the defaults:
+//   - before its handshake completes: at most [MaxHandshakeBytes] bytes read
+//     (torch's VALIDATE, or nccl4go's challenge and response), no request
+//     memory, and its MaxConns slot for at most HandshakeTimeout;
+//   - after it: one request of at most MaxRequestBytes, of which everything
+//     past the first 64 KiB comes from MaxPendingBytes, shared by all;
+//   - replies it has not read: at most MaxReplyBytes, and all connections
+//     together at most MaxTotalReplyBytes (the connection whose reply does
+//     not fit is closed, after the server has closed connections that stopped
+//     reading their replies to make room);
+//   - and the store itself at most MaxStoreBytes.
 type ServerOptions struct {
 	// Secret, when not empty, is a shared secret every client must prove it
 	// knows (nccl4go's extension of the protocol, see the package's TCPStore
 	// documentation). torch's clients cannot connect to such a server; leave it
 	// empty to serve them.
 	Secret string
-	// MaxConns bounds the connections served at once (default 16384). A
-	// connection beyond it is closed as soon as it is accepted; clients of this
-	// package retry until their dial budget ends.
+	// MaxConns bounds the connections open at once, those still in their
+	// handshake included (default 16384). A connection beyond it is answered
+	// "server full" and closed: this package's clients report [ErrServerFull]
+	// and retry until their dial budget ends.
 	MaxConns int
+	// HandshakeTimeout bounds a new connection's handshake: its VALIDATE
+	// (and, with a Secret, the challenge and response) must be complete
+	// within it, or the connection is closed (default 10 s).
+	HandshakeTimeout time.Duration
 	// MaxKeyBytes, MaxValueBytes and MaxKeys bound one key, one value and the
 	// keys of one request (defaults: torch's limits, DefaultMaxKeyBytes,
 	// DefaultMaxValueBytes, DefaultMaxKeys). A request over a limit closes
@@ -33,15 +52,25 @@ type ServerOptions struct {
 	// MaxRequestBytes bounds one request (default DefaultMaxRequestBytes).
 	MaxRequestBytes int64
 	// MaxStoreBytes bounds the keys and values the server holds (default
-	// 1 GiB). A write past it closes the writer's connection.
+	// 1 GiB). A write past it closes the writer's connection; this package's
+	// clients report [ErrTooLarge].
 	MaxStoreBytes int64
 	// MaxPendingBytes bounds the bytes of requests being read by all
 	// connections together, past the first 64 KiB of each (default 256 MiB):
 	// a large request waits (within MessageTimeout) for others to finish.
 	MaxPendingBytes int64
+	// MaxReplyBytes bounds the replies queued for one connection and not yet
+	// taken by its client (default 32 MiB, room for four of the largest
+	// values); a reply past it closes the connection.
+	MaxReplyBytes int64
+	// MaxTotalReplyBytes bounds the replies queued for all connections
+	// together (default 256 MiB). When a reply does not fit, the server first
+	// closes connections that have stopped reading (largest backlog first),
+	// then, if there is still no room, the connection of that reply.
+	MaxTotalReplyBytes int64
 	// MessageTimeout is how long a client may take to send the rest of a
-	// message it has started, and its first message after connecting
-	// (default 30 s). An idle connection between messages is never timed out.
+	// message it has started (default 30 s). An idle connection between
+	// messages is never timed out.
 	MessageTimeout time.Duration
 	// WriteTimeout is how long a reply may wait for a client that does not
 	// read (default 30 s); then the connection is closed.
@@ -50,13 +79,23 @@ type ServerOptions struct {
 	Logf func(format string, args ...any)
 }
 
+// MaxHandshakeBytes is the most a server reads from a connection before its
+// handshake completes: nccl4go's secret handshake (a 29-byte VALIDATE with
+// its challenge, then a 40-byte answer); torch's VALIDATE is 5 bytes.
+const MaxHandshakeBytes = 5 + 8 + authNonceLen + 8 + authMACLen
+
 const (
 	defaultMaxConns       = 16384
 	defaultMaxStoreBytes  = 1 << 30
 	defaultMaxPending     = 256 << 20
 	defaultMessageTimeout = 30 * time.Second
+	defaultHandshake      = 10 * time.Second
+	defaultMaxReply       = 32 << 20
+	defaultMaxTotalReply  = 256 << 20
+	maxRefusing           = 64 // "server full" answers being sent at once
+	refuseLinger          = 250 * time.Millisecond
 	pendingUnit           = 64 << 10
-	serverReadBuffer      = 16 << 10
+	serverReadBuffer      = 4 << 10
 	replyFlushSize        = 256 << 10
 )
 
@@ -74,6 +113,9 @@ func (o *ServerOptions) normalized() ServerOptions {
 	orDefault(&n.MaxPendingBytes, defaultMaxPending)
 	orDefault(&n.MessageTimeout, defaultMessageTimeout)
 	orDefault(&n.WriteTimeout, defaultMessageTimeout)
+	orDefault(&n.HandshakeTimeout, defaultHandshake)
+	orDefault(&n.MaxReplyBytes, defaultMaxReply)
+	orDefault(&n.MaxTotalReplyBytes, defaultMaxTotalReply)
 	return n
 }
 
@@ -83,9 +125,8 @@ func (o *ServerOptions) normalized() ServerOptions {
 //
 // A connection that sends something that is not the protocol, breaks a limit,
 // or stops in the middle of a message is closed; the others are not affected
-// and nothing stored is lost. Connections (MaxConns), request sizes, the bytes
-// of requests being read (MaxPendingBytes) and the bytes stored
-// (MaxStoreBytes) are bounded.
+// and nothing stored is lost. What a connection can make the server hold is
+// bounded, before its handshake and after it: see [ServerOptions].
 //
 // # Compatible mode and secret mode
 //
@@ -117,6 +158,14 @@ func (o *ServerOptions) normalized() ServerOptions {
 // a Get in one round trip instead of torch's WAIT then GET. Nothing changes for
 // torch's clients, and this package's client falls back to WAIT then GET on
 // torch's servers.
+//
+// # torch versions
+//
+// torch's clients from 2.1 on are served. torch before 2.1 sends no
+// VALIDATE and numbers its commands one lower; such a client is closed at
+// once, with a log line naming a pre-2.1 torch peer ([ErrOldTorch]): its
+// protocol has no way to carry an error to it, so it sees the connection
+// closed.
 type Server struct {
 	ln      net.Listener
 	opts    ServerOptions
@@ -130,9 +179,17 @@ type Server struct {
 	closed bool
 	wg     sync.WaitGroup
 
-	active  atomic.Int64
-	refused atomic.Int64
-	dropped atomic.Int64
+	active   atomic.Int64
+	refused  atomic.Int64
+	refusing atomic.Int64 // "server full" answers in progress
+	dropped  atomic.Int64
+	evicted  atomic.Int64 // connections closed to make room for replies
+	replies  atomic.Int64 // bytes of replies queued, all connections
+
+	// stuckAfter is how long a connection's reply must have been waiting
+	// for its client before the connection can be closed to make room for
+	// others' replies (tests shorten it).
+	stuckAfter time.Duration
 
 	torchOnly atomic.Bool // tests: answer hello PINGs as torch's server does
 }
@@ -159,6 +216,8 @@ func Serve(ln net.Listener, opts *ServerOptions) *Server {
 		t:       newTable(o.MaxStoreBytes),
 		pending: make(chan struct{}, max(1, int(o.MaxPendingBytes/pendingUnit))),
 		conns:   make(map[*serverConn]struct{}),
+
+		stuckAfter: time.Second,
 	}
 	if o.Secret != "" {
 		s.secret = []byte(o.Secret)
@@ -231,7 +290,13 @@ func (s *Server) acceptLoop() {
 		delay = 0
 		if s.active.Load() >= int64(s.opts.MaxConns) {
 			s.refused.Add(1)
-			nc.Close()
+			if s.refusing.Add(1) > maxRefusing {
+				s.refusing.Add(-1)
+				nc.Close()
+				continue
+			}
+			s.wg.Add(1)
+			go s.refuse(nc)
 			continue
 		}
 		c := &serverConn{s: s, nc: nc}
@@ -249,6 +314,31 @@ func (s *Server) acceptLoop() {
 	}
 }
 
+// fullReply answers a client the server has no room for, in place of its
+// first reply: read as a PING's u32 answer it is fullNonce, read as the
+// secret handshake's u64 length it is fullLen; neither is a normal answer.
+var fullReply = []byte{0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}
+
+const (
+	fullNonce uint32 = 0xFFFFFFFE
+	fullLen   uint64 = 0xFFFFFFFFFFFFFFFE
+)
+
+// refuse tells a client the server is full, then closes: it half-closes and
+// reads what the client sent (a little, briefly) so that the answer is not
+// lost to a reset.
+func (s *Server) refuse(nc net.Conn) {
+	defer s.wg.Done()
+	defer s.refusing.Add(-1)
+	nc.SetDeadline(time.Now().Add(refuseLinger))
+	nc.Write(fullReply)
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	io.CopyN(io.Discard, nc, 4<<10)
+	nc.Close()
+}
+
 // serverConn is one client connection. Its own goroutine reads and answers
 // requests; a WAIT's late answer is queued by whoever sets the last key.
 type serverConn struct {
@@ -264,6 +354,11 @@ type serverConn struct {
 	waiter *watcher
 	held   int  // pending tokens held for the current request
 	ext    bool // the client said hello: nccl4go extensions on
+
+	qmu        sync.Mutex   // guards changes to queued and evicted
+	queued     atomic.Int64 // bytes of replies queued or being written
+	evicted    bool         // closed to make room: its bytes were given back
+	writeSince atomic.Int64 // when the write in progress began (UnixNano), 0: none
 }
 
 // deadlineReader sets the connection's read deadline lazily: only when a read
@@ -292,6 +387,7 @@ func (c *serverConn) serve() {
 		}
 		c.release()
 		c.nc.Close()
+		c.giveBackReplies()
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
@@ -301,21 +397,18 @@ func (c *serverConn) serve() {
 	if tc, ok := c.nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
+	// The handshake reads fixed-size messages straight from the socket:
+	// until it completes, a connection costs no more than that.
+	c.nc.SetDeadline(time.Now().Add(s.opts.HandshakeTimeout))
+	if !c.handshake() {
+		return
+	}
+	c.nc.SetDeadline(time.Time{})
 	c.rd.nc = c.nc
 	c.br = bufio.NewReaderSize(&c.rd, serverReadBuffer)
 	d := &decoder{r: c.br, lim: s.lim}
 	d.grow = c.grow
-
-	// The first message must come within MessageTimeout.
-	c.rd.want = time.Now().Add(s.opts.MessageTimeout)
 	var req request
-	if err := d.next(&req, nil); err != nil {
-		c.drop("first message", err)
-		return
-	}
-	if !c.handshake(d, &req) {
-		return
-	}
 	started := func() { c.rd.want = time.Now().Add(s.opts.MessageTimeout) }
 	for {
 		c.rd.want = time.Time{}
@@ -325,6 +418,12 @@ func (c *serverConn) serve() {
 			return
 		}
 		if err := c.handle(&req); err != nil {
+			if c.ext && errors.Is(err, ErrTooLarge) && isWrite(req.op) {
+				// A write the store has no room for: tell this package's
+				// client so, in place of the PING answer it waits for.
+				c.nc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+				c.nc.Write(appendU32(nil, tooLargeNonce))
+			}
 			c.drop(req.op.String(), err)
 			return
 		}
@@ -377,62 +476,108 @@ func (c *serverConn) release() {
 	}
 }
 
-// handshake checks the first message. It returns false when the connection
+// handshake reads and checks the first message (and, in secret mode, the
+// challenge and response), straight from the socket in fixed-size reads of
+// at most MaxHandshakeBytes in all. It returns false when the connection
 // must end (it has been answered or dropped).
-func (c *serverConn) handshake(d *decoder, req *request) bool {
+func (c *serverConn) handshake() bool {
 	s := c.s
-	if req.op != qValidate {
-		c.drop("handshake", protoErr("first message is %v, want VALIDATE", req.op))
+	var b [8 + authMACLen]byte
+	if _, err := io.ReadFull(c.nc, b[:5]); err != nil {
+		c.drop("handshake", handshakeErr(err, "VALIDATE", s.opts.HandshakeTimeout))
 		return false
 	}
-	switch req.u32 {
-	case validationMagic:
+	op, magic := queryType(b[0]), binary.LittleEndian.Uint32(b[1:5])
+	if op != qValidate || (magic != validationMagic && magic != authMagic) {
+		c.drop("handshake", firstMessageErr(op, magic))
+		return false
+	}
+	if magic == validationMagic {
 		if s.secret == nil {
 			return true
 		}
 		// A client without the secret: answer its PING, if it sends one
 		// soon, with the refusal nonce so that our clients can tell, then
 		// close. torch's client reports a failed ping.
-		c.rd.want = time.Now().Add(s.opts.MessageTimeout)
-		var ping request
-		if err := d.next(&ping, nil); err == nil && ping.op == qPing {
-			c.queue(appendU32(nil, refusedNonce))
-			c.flush()
+		if _, err := io.ReadFull(c.nc, b[:5]); err == nil && queryType(b[0]) == qPing {
+			c.nc.Write(appendU32(nil, refusedNonce))
 		}
 		c.drop("handshake", fmt.Errorf("%w: client has no secret", ErrUnauthorized))
 		return false
-	case authMagic:
-		if s.secret == nil {
-			c.queue(appendU64(nil, 0)) // "no secret here"
-			c.flush()
-			c.drop("handshake", fmt.Errorf("%w: client sent a secret; this server has none", ErrUnauthorized))
-			return false
-		}
-		var sn [authNonceLen]byte
-		rand.Read(sn[:])
-		c.queue(appendBytes(nil, sn[:]))
-		if c.flush() != nil {
-			return false
-		}
-		c.rd.want = time.Now().Add(s.opts.MessageTimeout)
-		d.reset()
-		mac, err := d.bytesN(authMACLen, "auth answer")
-		if err != nil {
-			c.drop("handshake", err)
-			return false
-		}
-		if !hmac.Equal(mac, authMAC(s.secret, "client", req.nonce, sn[:])) {
-			c.queue(appendU64(nil, 0))
-			c.flush()
-			c.drop("handshake", fmt.Errorf("%w: wrong secret", ErrUnauthorized))
-			return false
-		}
-		c.queue(appendBytes(nil, authMAC(s.secret, "server", req.nonce, sn[:])))
-		return c.flush() == nil
-	default:
-		c.drop("handshake", protoErr("bad validation magic %#x", req.u32))
+	}
+	// nccl4go's secret handshake: the client's challenge.
+	if _, err := io.ReadFull(c.nc, b[:8+authNonceLen]); err != nil {
+		c.drop("handshake", handshakeErr(err, "challenge", s.opts.HandshakeTimeout))
 		return false
 	}
+	if n := binary.LittleEndian.Uint64(b[:8]); n != authNonceLen {
+		c.drop("handshake", protoErr("auth challenge of %d bytes, want %d", n, authNonceLen))
+		return false
+	}
+	var cn, sn [authNonceLen]byte
+	copy(cn[:], b[8:8+authNonceLen])
+	if s.secret == nil {
+		c.nc.Write(appendU64(nil, 0)) // "no secret here"
+		c.drop("handshake", fmt.Errorf("%w: client sent a secret; this server has none", ErrUnauthorized))
+		return false
+	}
+	rand.Read(sn[:])
+	if _, err := c.nc.Write(appendBytes(nil, sn[:])); err != nil {
+		c.drop("handshake", err)
+		return false
+	}
+	if _, err := io.ReadFull(c.nc, b[:8+authMACLen]); err != nil {
+		c.drop("handshake", handshakeErr(err, "answer", s.opts.HandshakeTimeout))
+		return false
+	}
+	if n := binary.LittleEndian.Uint64(b[:8]); n != authMACLen ||
+		!hmac.Equal(b[8:8+authMACLen], authMAC(s.secret, "client", cn[:], sn[:])) {
+		c.nc.Write(appendU64(nil, 0))
+		c.drop("handshake", fmt.Errorf("%w: wrong secret", ErrUnauthorized))
+		return false
+	}
+	_, err := c.nc.Write(appendBytes(nil, authMAC(s.secret, "server", cn[:], sn[:])))
+	return err == nil
+}
+
+// handshakeErr names a handshake read that failed.
+func handshakeErr(err error, what string, limit time.Duration) error {
+	if os.IsTimeout(err) {
+		return fmt.Errorf("no %s within %v (HandshakeTimeout)", what, limit)
+	}
+	if err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("%s cut short: %w", what, err)
+	}
+	return err
+}
+
+// firstMessageErr explains a first message that is not VALIDATE. torch
+// before 2.1 sent no VALIDATE, and its command bytes were one lower (SET was
+// 0, ADD 3): a first byte from 0 to 12 (with, for 0, a "magic" that reads as
+// the low half of a key's length) is most likely such a client.
+func firstMessageErr(op queryType, magic uint32) error {
+	if int(op) < len(oldQueryNames) && (op != qValidate || magic < 1<<16) {
+		return fmt.Errorf("%w: its first message is %s in torch's numbering before 2.1 (byte %d), not VALIDATE: "+
+			"torch before 2.1 sends none; this store serves torch 2.1 and later", ErrOldTorch, oldQueryNames[op], uint8(op))
+	}
+	if op != qValidate {
+		return protoErr("first message is %v, want VALIDATE", op)
+	}
+	return protoErr("bad validation magic %#x", magic)
+}
+
+// oldQueryNames are the command bytes of torch before 2.1 (1.13's numbering).
+var oldQueryNames = [...]string{"SET", "COMPARE_SET", "GET", "ADD", "CHECK", "WAIT", "GETNUMKEYS", "WATCH_KEY",
+	"DELETE_KEY", "APPEND", "MULTI_GET", "MULTI_SET", "CANCEL_WAIT"}
+
+// isWrite reports whether op stores something (answered by the client's
+// confirming PING).
+func isWrite(op queryType) bool {
+	switch op {
+	case qSet, qAppend, qMultiSet, qQueuePush:
+		return true
+	}
+	return false
 }
 
 // authMAC is one side's answer in the secret handshake.
@@ -444,15 +589,103 @@ func authMAC(secret []byte, side string, clientNonce, serverNonce []byte) []byte
 	return m.Sum(nil)
 }
 
+// reserve accounts n more bytes of replies to c, within MaxReplyBytes and
+// MaxTotalReplyBytes (making room by closing connections that stopped
+// reading, when the total is reached). An error means c must be closed.
+func (c *serverConn) reserve(n int) error {
+	s := c.s
+	for {
+		c.qmu.Lock()
+		switch {
+		case c.evicted:
+			c.qmu.Unlock()
+			return net.ErrClosed
+		case c.queued.Load()+int64(n) > s.opts.MaxReplyBytes:
+			c.qmu.Unlock()
+			return tooLarge("more than %d bytes of replies queued for a client that does not read them (MaxReplyBytes)",
+				s.opts.MaxReplyBytes)
+		}
+		if s.replies.Add(int64(n)) <= s.opts.MaxTotalReplyBytes {
+			c.queued.Add(int64(n))
+			c.qmu.Unlock()
+			return nil
+		}
+		s.replies.Add(-int64(n))
+		c.qmu.Unlock()
+		if !s.makeRoom(c) {
+			return tooLarge("more than %d bytes of replies queued for all clients (MaxTotalReplyBytes)",
+				s.opts.MaxTotalReplyBytes)
+		}
+	}
+}
+
+// unreserve gives back n bytes of c's replies once written (or dropped).
+func (c *serverConn) unreserve(n int) {
+	c.qmu.Lock()
+	if !c.evicted {
+		c.queued.Add(-int64(n))
+		c.s.replies.Add(-int64(n))
+	}
+	c.qmu.Unlock()
+}
+
+// giveBackReplies returns to the server's total what c still has queued
+// (its connection is closed; a write still in progress fails).
+func (c *serverConn) giveBackReplies() {
+	c.qmu.Lock()
+	if !c.evicted {
+		c.evicted = true
+		c.s.replies.Add(-c.queued.Swap(0))
+	}
+	c.qmu.Unlock()
+}
+
+// makeRoom closes the connection, other than c, with the largest backlog of
+// replies among those whose client has not taken a reply for stuckAfter. It
+// reports whether it closed one.
+func (s *Server) makeRoom(c *serverConn) bool {
+	now := time.Now().UnixNano()
+	s.mu.Lock()
+	var victim *serverConn
+	for o := range s.conns {
+		since := o.writeSince.Load()
+		if o == c || since == 0 || now-since < int64(s.stuckAfter) || o.queued.Load() == 0 {
+			continue
+		}
+		if victim == nil || o.queued.Load() > victim.queued.Load() {
+			victim = o
+		}
+	}
+	s.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	victim.qmu.Lock()
+	if !victim.evicted {
+		victim.evicted = true
+		s.replies.Add(-victim.queued.Swap(0))
+		s.evicted.Add(1)
+	}
+	victim.qmu.Unlock()
+	victim.nc.Close()
+	s.logf("rendezvous: store server: closing connection from %s: it stopped reading its replies and others need the room (MaxTotalReplyBytes)",
+		victim.nc.RemoteAddr())
+	return true
+}
+
 // queue adds b to the replies (b is copied); a large backlog is written now.
-func (c *serverConn) queue(b []byte) {
+func (c *serverConn) queue(b []byte) error {
+	if err := c.reserve(len(b)); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	c.out = append(c.out, b...)
 	big := len(c.out) >= replyFlushSize
 	c.mu.Unlock()
 	if big {
-		c.flush()
+		return c.flush()
 	}
+	return nil
 }
 
 // flush writes the queued replies. Writers take wmu, so replies go out in
@@ -467,8 +700,12 @@ func (c *serverConn) flush() error {
 	if len(out) == 0 {
 		return nil
 	}
+	defer c.unreserve(len(out))
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
-	if _, err := c.nc.Write(out); err != nil {
+	c.writeSince.Store(time.Now().UnixNano())
+	_, err := c.nc.Write(out)
+	c.writeSince.Store(0)
+	if err != nil {
 		c.nc.Close() // the reader notices and cleans up
 		return err
 	}
@@ -493,19 +730,25 @@ func (c *serverConn) handle(req *request) error {
 		if err != nil {
 			return err
 		}
-		c.queueBytes(v)
+		if err := c.queueBytes(v); err != nil {
+			return err
+		}
 	case qGet:
 		v, _, err := t.get(req.key)
 		if err != nil {
 			return err
 		}
-		c.queueBytes(v)
+		if err := c.queueBytes(v); err != nil {
+			return err
+		}
 	case qAdd:
 		n, err := t.add(req.key, req.delta)
 		if err != nil {
 			return &KeyError{Op: "ADD", Key: req.key, Err: err}
 		}
-		c.queue(appendU64(b[:0], uint64(n)))
+		if err := c.queue(appendU64(b[:0], uint64(n))); err != nil {
+			return err
+		}
 	case qCheck:
 		ok, err := t.check(req.keys)
 		if err != nil {
@@ -515,7 +758,9 @@ func (c *serverConn) handle(req *request) error {
 		if ok {
 			r = checkReady
 		}
-		c.queue(append(b[:0], r))
+		if err := c.queue(append(b[:0], r)); err != nil {
+			return err
+		}
 	case qWait:
 		if c.waiter != nil && t.pending(c.waiter) {
 			return protoErr("WAIT while another WAIT is pending")
@@ -526,7 +771,9 @@ func (c *serverConn) handle(req *request) error {
 			return err
 		}
 		if w == nil {
-			c.queue(append(b[:0], waitStop))
+			if err := c.queue(append(b[:0], waitStop)); err != nil {
+				return err
+			}
 		} else {
 			c.waiter = w
 		}
@@ -535,13 +782,17 @@ func (c *serverConn) handle(req *request) error {
 			t.unwatch(c.waiter)
 			c.waiter = nil
 		}
-		c.queue(append(b[:0], waitCanceled))
+		if err := c.queue(append(b[:0], waitCanceled)); err != nil {
+			return err
+		}
 	case qGetNumKeys:
 		n, err := t.numKeys()
 		if err != nil {
 			return err
 		}
-		c.queue(appendU64(b[:0], uint64(n)))
+		if err := c.queue(appendU64(b[:0], uint64(n))); err != nil {
+			return err
+		}
 	case qDeleteKey:
 		ok, err := t.del(req.key)
 		if err != nil {
@@ -551,7 +802,9 @@ func (c *serverConn) handle(req *request) error {
 		if ok {
 			n = 1
 		}
-		c.queue(appendU64(b[:0], n))
+		if err := c.queue(appendU64(b[:0], n)); err != nil {
+			return err
+		}
 	case qAppend:
 		return t.appendValue(req.key, req.value)
 	case qMultiGet:
@@ -560,7 +813,9 @@ func (c *serverConn) handle(req *request) error {
 			if err != nil {
 				return err
 			}
-			c.queueBytes(v)
+			if err := c.queueBytes(v); err != nil {
+				return err
+			}
 		}
 	case qMultiSet:
 		for i, k := range req.keys {
@@ -574,7 +829,9 @@ func (c *serverConn) handle(req *request) error {
 			c.ext = true
 			nonce ^= extBit
 		}
-		c.queue(appendU32(b[:0], nonce))
+		if err := c.queue(appendU32(b[:0], nonce)); err != nil {
+			return err
+		}
 	case qWaitGet:
 		if !c.ext {
 			return protoErr("WAIT_GET without hello")
@@ -598,8 +855,12 @@ func (c *serverConn) handle(req *request) error {
 		if err != nil {
 			return err
 		}
-		c.queue(append(b[:0], waitStop))
-		c.queueBytes(v)
+		if err := c.queue(append(b[:0], waitStop)); err != nil {
+			return err
+		}
+		if err := c.queueBytes(v); err != nil {
+			return err
+		}
 	case qQueuePush:
 		return t.queuePush(req.key, req.value)
 	case qQueuePop:
@@ -607,22 +868,37 @@ func (c *serverConn) handle(req *request) error {
 		if err != nil {
 			return err
 		}
-		c.queue(appendU64(b[:0], uint64(n)))
+		if err := c.queue(appendU64(b[:0], uint64(n))); err != nil {
+			return err
+		}
 		if n > 0 {
-			c.queueBytes(v)
+			if err := c.queueBytes(v); err != nil {
+				return err
+			}
 		}
 	case qQueueLen:
 		n, err := t.queueLen(req.key)
 		if err != nil {
 			return err
 		}
-		c.queue(appendU64(b[:0], uint64(n)))
+		if err := c.queue(appendU64(b[:0], uint64(n))); err != nil {
+			return err
+		}
 	case qList:
 		keys, err := t.list()
 		if err != nil {
 			return err
 		}
-		c.queue(appendU64(b[:0], uint64(len(keys))))
+		size := 8
+		for _, k := range keys {
+			size += 8 + len(k)
+		}
+		if err := c.reserve(size); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.out = appendU64(c.out, uint64(len(keys)))
+		c.mu.Unlock()
 		for _, k := range keys {
 			c.mu.Lock()
 			c.out = appendString(c.out, k)
@@ -635,20 +911,29 @@ func (c *serverConn) handle(req *request) error {
 }
 
 // queueBytes queues a length-prefixed value without an intermediate copy.
-func (c *serverConn) queueBytes(v []byte) {
+func (c *serverConn) queueBytes(v []byte) error {
+	if err := c.reserve(8 + len(v)); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	c.out = appendBytes(c.out, v)
 	big := len(c.out) >= replyFlushSize
 	c.mu.Unlock()
 	if big {
-		c.flush()
+		return c.flush()
 	}
+	return nil
 }
 
 // wakeGetter runs under the table's lock when this connection's WAIT_GET key
 // appears: it queues STOP_WAITING and the value.
 func (c *serverConn) wakeGetter(t *table, key string) {
 	v := t.m[key]
+	if err := c.reserve(1 + 8 + len(v)); err != nil {
+		c.drop("WAIT_GET", err)
+		c.nc.Close()
+		return
+	}
 	c.mu.Lock()
 	c.out = append(c.out, waitStop)
 	c.out = appendBytes(c.out, v)
@@ -659,6 +944,11 @@ func (c *serverConn) wakeGetter(t *table, key string) {
 // wakeWaiter runs under the table's lock when this connection's WAIT is
 // satisfied: it queues STOP_WAITING and has it written.
 func (c *serverConn) wakeWaiter() {
+	if err := c.reserve(1); err != nil {
+		c.drop("WAIT", err)
+		c.nc.Close()
+		return
+	}
 	c.mu.Lock()
 	c.out = append(c.out, waitStop)
 	c.mu.Unlock()

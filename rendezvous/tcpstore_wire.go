@@ -109,14 +109,24 @@ const (
 	// refusedNonce is the PING reply of a secret-protected server to a client
 	// that did not authenticate; a client's nonce never has the top bit set.
 	refusedNonce uint32 = 0xFFFFFFFF
+	// tooLargeNonce answers, on a connection that said hello, the PING
+	// after a write the store had no room for (MaxStoreBytes), just before
+	// the server closes the connection.
+	tooLargeNonce uint32 = 0xFFFFFFFD
 
 	// A client of this package starts with a hello PING: its nonce has
 	// helloBit set (torch's client sends its pid, which never has it). A
 	// torch server echoes it; a server of this package answers nonce^extBit,
 	// and from then on accepts WAIT_GET on that connection.
-	helloBit  uint32 = 0x80000000
-	extBit    uint32 = 0x40000000
-	nonceMask uint32 = 0x0FFFFFFF
+	helloBit uint32 = 0x80000000
+	extBit   uint32 = 0x40000000
+	// oldTorchBit is set in the hello nonce too: torch before 2.1 reads our
+	// VALIDATE as a SET whose key length's top byte is this nonce's third
+	// byte, so the bit makes that length exceed what a std::vector can
+	// hold, and such a server closes the connection at once (instead of
+	// trying to allocate, or waiting for gigabytes).
+	oldTorchBit uint32 = 0x00800000
+	nonceMask   uint32 = 0x0FFFFFFF
 )
 
 // limits bounds what a decoder accepts.

@@ -62,8 +62,10 @@ type CommReport struct {
 	Verdict Verdict `json:"verdict"`
 	// Findings say, in sentences, what went wrong (or that nothing did).
 	Findings []string `json:"findings"`
-	// MissingDumps are the ranks of the communicator without a dump.
-	MissingDumps []int `json:"missing_dumps,omitempty"`
+	// MissingDumps are the ranks of the communicator without a dump, as
+	// ranges: their number follows the dumps read, not the communicator's
+	// size.
+	MissingDumps []RankRange `json:"missing_dumps,omitempty"`
 	// Disagreement is the first collective where the ranks disagree.
 	Disagreement *Disagreement `json:"disagreement,omitempty"`
 	// Behind are the ranks that enqueued the fewest collectives (or, when
@@ -72,6 +74,68 @@ type CommReport struct {
 	Behind []int `json:"behind,omitempty"`
 	// Ranks is each dumped rank's state, by rank.
 	Ranks []RankStatus `json:"ranks"`
+}
+
+// RankRange is the ranks First to Last, both included.
+type RankRange struct {
+	First int `json:"first"`
+	Last  int `json:"last"`
+}
+
+// missingRanges are the ranks below size not in have (sorted, distinct),
+// as ranges.
+func missingRanges(have []int, size int) []RankRange {
+	var out []RankRange
+	next := 0
+	for _, r := range have {
+		if r > next {
+			out = append(out, RankRange{next, r - 1})
+		}
+		next = max(next, r+1)
+	}
+	if next < size {
+		out = append(out, RankRange{next, size - 1})
+	}
+	return out
+}
+
+// rangeList writes ranges for a sentence as rankList writes ranks.
+func rangeList(rs []RankRange) string {
+	n := 0
+	for _, r := range rs {
+		n += r.Last - r.First + 1
+		if n > 3 {
+			break
+		}
+	}
+	if n <= 3 || len(rs) == 1 && rs[0].Last-rs[0].First >= 2 {
+		// Few ranks (or one range): as rankList words them.
+		if n > 3 {
+			return fmt.Sprintf("ranks %d-%d", rs[0].First, rs[0].Last)
+		}
+		var ranks []int
+		for _, r := range rs {
+			for i := r.First; i <= r.Last; i++ {
+				ranks = append(ranks, i)
+			}
+		}
+		return rankList(ranks)
+	}
+	var parts []string
+	for _, r := range rs {
+		switch {
+		case r.Last-r.First >= 2:
+			parts = append(parts, fmt.Sprintf("%d-%d", r.First, r.Last))
+		case r.Last == r.First+1:
+			parts = append(parts, strconv.Itoa(r.First), strconv.Itoa(r.Last))
+		default:
+			parts = append(parts, strconv.Itoa(r.First))
+		}
+	}
+	if len(parts) == 1 {
+		return "ranks " + parts[0]
+	}
+	return "ranks " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // Disagreement is the first collective sequence number at which the ranks
@@ -216,6 +280,7 @@ func (s *OpSummary) progress() string {
 type member struct {
 	rank    int
 	dump    *Dump
+	info    *dumpInfo
 	comm    *DumpComm
 	coll    map[uint64]*DumpEntry // collectives by seq
 	minSeq  uint64                // lowest collective seq in the ring; 0 none
@@ -240,6 +305,13 @@ func Analyze(dumps []*Dump) *Report {
 		for i := range d.Comms {
 			ids[d.Comms[i].ID] = &d.Comms[i]
 		}
+		info := &dumpInfo{ids: ids}
+		for i := len(d.Entries) - 1; i >= 0; i-- {
+			if ids[d.Entries[i].Comm] != nil {
+				info.newest = &d.Entries[i]
+				break
+			}
+		}
 		perComm := map[uint32][]*DumpEntry{}
 		unknown := 0
 		for i := range d.Entries {
@@ -255,7 +327,7 @@ func Analyze(dumps []*Dump) *Report {
 		}
 		for i := range d.Comms {
 			c := &d.Comms[i]
-			m := &member{rank: c.Rank, dump: d, comm: c, coll: map[uint64]*DumpEntry{}, entries: perComm[c.ID]}
+			m := &member{rank: c.Rank, dump: d, info: info, comm: c, coll: map[uint64]*DumpEntry{}, entries: perComm[c.ID]}
 			for _, e := range m.entries {
 				if e.Class == Collective {
 					m.coll[e.Seq] = e
@@ -323,17 +395,13 @@ func analyzeComm(h Hash, ranks map[int]*member) (CommReport, []string) {
 			cr.Size = max(cr.Size, m.comm.Size)
 		}
 	}
-	for r := range cr.Size {
-		if ranks[r] == nil {
-			cr.MissingDumps = append(cr.MissingDumps, r)
-		}
-	}
+	cr.MissingDumps = missingRanges(ranksOf(ms), cr.Size)
 	for _, m := range ms {
 		cr.Ranks = append(cr.Ranks, rankStatus(m))
 	}
 	if len(cr.MissingDumps) > 0 {
 		cr.Findings = append(cr.Findings, fmt.Sprintf("no dump from %s of %d; a rank without a dump may be the one that is stuck or dead, and what follows covers only %s.",
-			rankList(cr.MissingDumps), cr.Size, rankList(ranksOf(ms))))
+			rangeList(cr.MissingDumps), cr.Size, rankList(ranksOf(ms))))
 	}
 
 	// The first collective the ranks disagree on.
@@ -424,23 +492,20 @@ func rankStatus(m *member) RankStatus {
 	if n := len(m.entries); n > 0 {
 		rs.Last = summarize(m.entries[n-1], m.dump.TimeNs)
 	}
-	// The newest entry of the process on another communicator.
-	names := map[uint32]string{}
-	for _, c := range m.dump.Comms {
-		names[c.ID] = c.Name
-	}
-	for i := len(m.dump.Entries) - 1; i >= 0; i-- {
-		e := &m.dump.Entries[i]
-		if e.Comm == m.comm.ID {
-			break
-		}
-		if name, ok := names[e.Comm]; ok {
-			rs.Elsewhere = summarize(e, m.dump.TimeNs)
-			rs.Elsewhere.Comm = name
-			break
-		}
+	// The newest entry of the process on another communicator, when it is
+	// the newest of the dump (it was searched for per communicator, which
+	// cost communicators × trailing entries of forgotten communicators).
+	if e := m.info.newest; e != nil && e.Comm != m.comm.ID {
+		rs.Elsewhere = summarize(e, m.dump.TimeNs)
+		rs.Elsewhere.Comm = m.info.ids[e.Comm].Name
 	}
 	return rs
+}
+
+// dumpInfo is what the analysis derives once per dump.
+type dumpInfo struct {
+	ids    map[uint32]*DumpComm // the dump's communicators by id
+	newest *DumpEntry           // the newest entry of a listed communicator
 }
 
 // groupAt groups the members by what they had at collective sequence s.
@@ -697,7 +762,7 @@ func levelSentences(cr *CommReport, ms []*member, hi uint64) []string {
 		b.WriteString(strings.Join(states, "; ") + ". ")
 	}
 	if len(cr.MissingDumps) > 0 {
-		fmt.Fprintf(&b, "It may be waiting for %s, which left no dump.", rankList(cr.MissingDumps))
+		fmt.Fprintf(&b, "It may be waiting for %s, which left no dump.", rangeList(cr.MissingDumps))
 	} else {
 		b.WriteString("Every rank enqueued it, so it is stuck in NCCL: on the GPU (a kernel that does not finish) or the network (a link or peer that does not answer).")
 	}

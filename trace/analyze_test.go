@@ -190,7 +190,7 @@ func TestAnalyzeMissingDump(t *testing.T) {
 	}
 	rep := Analyze(j.dumps(0, 1, 2))
 	c := rep.Comms[0]
-	if len(c.MissingDumps) != 1 || c.MissingDumps[0] != 3 || c.Verdict != VerdictStuck {
+	if len(c.MissingDumps) != 1 || c.MissingDumps[0] != (RankRange{3, 3}) || c.Verdict != VerdictStuck {
 		t.Fatalf("missing %v verdict %v", c.MissingDumps, c.Verdict)
 	}
 	mustContain(t, rep.String(), "no dump from rank 3 of 4", "ranks 0-2 did not complete AllReduce #4", "It may be waiting for rank 3, which left no dump")

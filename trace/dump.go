@@ -487,8 +487,13 @@ func (e *DumpError) Unwrap() error { return e.Err }
 // maxDumpBytes bounds what ReadDump reads.
 const maxDumpBytes = 1 << 30
 
-// ReadDump reads one JSON dump and checks it (see Validate).
+// ReadDump reads one JSON dump and checks it (see Validate). At most 1
+// GiB is read; a reader that knows its size (a file, [bytes.Reader],
+// [strings.Reader]) and is over that is refused before anything is read.
 func ReadDump(rd io.Reader) (*Dump, error) {
+	if n, ok := readerSize(rd); ok && n > maxDumpBytes {
+		return nil, &DumpError{Err: fmt.Errorf("larger than %d bytes (%d)", maxDumpBytes, n)}
+	}
 	b, err := io.ReadAll(io.LimitReader(rd, maxDumpBytes+1))
 	if err != nil {
 		return nil, &DumpError{Err: err}
@@ -497,6 +502,25 @@ func ReadDump(rd io.Reader) (*Dump, error) {
 		return nil, &DumpError{Err: fmt.Errorf("larger than %d bytes", maxDumpBytes)}
 	}
 	return decodeDump(b)
+}
+
+// readerSize is what remains to be read of rd, where rd can tell.
+func readerSize(rd io.Reader) (int64, bool) {
+	switch r := rd.(type) {
+	case interface{ Len() int }: // bytes.Reader, strings.Reader, bytes.Buffer
+		return int64(r.Len()), true
+	case *os.File:
+		st, err := r.Stat()
+		if err != nil || !st.Mode().IsRegular() {
+			return 0, false
+		}
+		off, err := r.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0, false
+		}
+		return st.Size() - off, true
+	}
+	return 0, false
 }
 
 // decodeDump parses and validates a dump's bytes.
@@ -525,13 +549,17 @@ func decodeDump(b []byte) (*Dump, error) {
 	return &d, nil
 }
 
-// ReadDumpFile reads the dump in the file at path.
+// ReadDumpFile reads the dump in the file at path. A file larger than 1
+// GiB is refused before it is read.
 func ReadDumpFile(path string) (*Dump, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, &DumpError{Source: path, Err: err}
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > maxDumpBytes {
+		return nil, &DumpError{Source: path, Err: fmt.Errorf("larger than %d bytes (%d)", maxDumpBytes, st.Size())}
+	}
 	d, err := ReadDump(f)
 	if err != nil {
 		var de *DumpError
@@ -549,7 +577,9 @@ func (d *Dump) Source() string { return d.source }
 
 // Validate checks what the analyzer relies on: the schema and version,
 // communicators with distinct ids, sizes above 0 and ranks within them,
-// and entries whose class matches their operation. Entries naming a
+// entries whose class matches their operation, and entries that agree with
+// their communicator: no collective (point-to-point) sequence number above
+// its last_seq (last_p2p_seq), and none twice. Entries naming a
 // communicator the dump does not list are allowed (the recorder forgets
 // closed communicators) and ignored by the analyzer.
 func (d *Dump) Validate() error {
@@ -559,16 +589,23 @@ func (d *Dump) Validate() error {
 	if d.Schema != Schema || d.Version != SchemaVersion {
 		return fail("schema %q version %d, want %q version %d", d.Schema, d.Version, Schema, SchemaVersion)
 	}
-	ids := map[uint32]bool{}
-	for i, c := range d.Comms {
-		if ids[c.ID] {
+	ids := map[uint32]*DumpComm{}
+	for i := range d.Comms {
+		c := &d.Comms[i]
+		if ids[c.ID] != nil {
 			return fail("comms[%d]: id %d appears twice", i, c.ID)
 		}
-		ids[c.ID] = true
+		ids[c.ID] = c
 		if c.Size <= 0 || c.Size > MaxRanks || c.Rank < 0 || c.Rank >= c.Size {
 			return fail("comms[%d] (%q): rank %d of size %d", i, c.Name, c.Rank, c.Size)
 		}
 	}
+	type seqKey struct {
+		comm  uint32
+		class Class
+		seq   uint64
+	}
+	seen := map[seqKey]int{} // entry index by communicator, class and seq
 	d.unknownComm = 0
 	for i, e := range d.Entries {
 		if e.Op == OpUnknown {
@@ -577,9 +614,25 @@ func (d *Dump) Validate() error {
 		if e.Class != e.Op.Class() {
 			return fail("entries[%d]: %v is %v, not %v", i, e.Op, e.Op.Class(), e.Class)
 		}
-		if !ids[e.Comm] {
+		c := ids[e.Comm]
+		if c == nil {
 			d.unknownComm++
+			continue
 		}
+		switch {
+		case e.Class == Collective && e.Seq > c.LastSeq:
+			return fail("entries[%d]: %v seq %d on communicator %d (%q), whose last_seq %d is below it", i, e.Op, e.Seq, c.ID, c.Name, c.LastSeq)
+		case e.Class == PointToPoint && e.Seq > c.LastP2PSeq:
+			return fail("entries[%d]: %v seq %d on communicator %d (%q), whose last_p2p_seq %d is below it", i, e.Op, e.Seq, c.ID, c.Name, c.LastP2PSeq)
+		}
+		if e.Class == Local || e.Seq == 0 {
+			continue
+		}
+		k := seqKey{e.Comm, e.Class, e.Seq}
+		if j, ok := seen[k]; ok {
+			return fail("entries[%d] and [%d]: %v seq %d twice on communicator %d (%q)", j, i, e.Class, e.Seq, c.ID, c.Name)
+		}
+		seen[k] = i
 	}
 	return nil
 }

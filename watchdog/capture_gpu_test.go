@@ -23,13 +23,23 @@ import (
 // CaptureGlobal mode on a stream no communicator uses, while the poller
 // queries the hung operation's event all along: every capture survives,
 // and the hang is still reported, naming the all-reduce.
+//
+// Once the all-reduce hangs on the device, any call that synchronizes the
+// device (cuMemFree, a communicator's init, work on the legacy stream, a
+// device synchronize) waits behind the hung kernel for good: so everything
+// of that kind happens before the hanging all-reduce is queued (init,
+// allocations, streams, watches, each stream's first all-reduce), only
+// captures, instantiations, launches and copies on rank 0's own
+// non-blocking streams happen during the hang, and nothing is freed or
+// destroyed until the watchdog has aborted the pair (or, on a failure, the
+// test aborts it first).
 func TestGPUWatchedCapture(t *testing.T) {
 	const hangTimeout = 8 * time.Second
 	dir := os.Getenv(envFaultDir)
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	runFaultRanks(t, 2, -1, 90*time.Second, dir, func(t *testing.T, rank, nranks int, id nccl.UniqueID) {
+	runFaultRanks(t, 2, -1, 40*time.Second, dir, func(t *testing.T, rank, nranks int, id nccl.UniqueID) {
 		pair, err := nccl.Init(nranks, rank, id, &nccl.Config{CommName: "pair", Device: nccl.Ptr(0)})
 		if err != nil {
 			t.Fatalf("rank %d: Init: %v", rank, err)
@@ -37,7 +47,7 @@ func TestGPUWatchedCapture(t *testing.T) {
 		doneFile := filepath.Join(dir, "capture-done")
 		if rank == 1 {
 			// Never posts the all-reduce; leaves when rank 0 is done.
-			for deadline := time.Now().Add(75 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 				if _, err := os.Stat(doneFile); err == nil {
 					break
 				}
@@ -46,37 +56,15 @@ func TestGPUWatchedCapture(t *testing.T) {
 			return
 		}
 		defer os.WriteFile(doneFile, nil, 0o644)
-		wPair, err := watchdog.Watch(pair, &watchdog.Options{Timeout: hangTimeout, PollInterval: 5 * time.Millisecond, NoDump: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer wPair.Stop()
-		hs, err := cuda.Device(0).NewStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer hs.Destroy()
-		hmem, err := cuda.Alloc[float32](0, 1024)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer hmem.Free()
-		hangStart := time.Now()
-		if err := pair.AllReduce(nccl.BufferOf(hmem), nccl.BufferOf(hmem), nccl.Sum, hs); err != nil {
-			t.Fatalf("the hanging all-reduce: %v", err)
-		}
+		t.Logf("rank 0: pair initialized; setting up before the hang")
 
+		// Before the hang: everything that may synchronize the device.
 		comms, err := nccl.InitAll([]int{0})
 		if err != nil {
 			t.Fatal(err)
 		}
 		one := comms[0]
 		defer one.Destroy()
-		w, err := watchdog.Watch(one, &watchdog.Options{Timeout: time.Minute, PollInterval: time.Millisecond, NoDump: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
 		const n = 1 << 12
 		src := make([]float32, n)
 		for i := range src {
@@ -97,17 +85,72 @@ func TestGPUWatchedCapture(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Free()
-		for _, mode := range captureModes {
+		hmem, err := cuda.Alloc[float32](0, 1024)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hmem.Free()
+		newStream := func() cuda.Stream { // non-blocking: never waits for the legacy stream
 			s, err := cuda.Device(0).NewStream()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := one.AllReduce(nccl.BufferOf(a), nccl.BufferOf(b), nccl.Sum, s); err != nil { // eager first
+			t.Cleanup(func() { s.Destroy() })
+			return s
+		}
+		hs, other := newStream(), newStream()
+		streams := make([]cuda.Stream, len(captureModes))
+		for i := range streams {
+			streams[i] = newStream()
+			if err := one.AllReduce(nccl.BufferOf(a), nccl.BufferOf(b), nccl.Sum, streams[i]); err != nil { // eager first
 				t.Fatal(err)
 			}
-			if err := s.Synchronize(); err != nil {
+			if err := streams[i].Synchronize(); err != nil {
 				t.Fatal(err)
 			}
+		}
+		w, err := watchdog.Watch(one, &watchdog.Options{Timeout: time.Minute, PollInterval: time.Millisecond, NoDump: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		wPair, err := watchdog.Watch(pair, &watchdog.Options{Timeout: hangTimeout, PollInterval: 5 * time.Millisecond, NoDump: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wPair.Stop()
+		// Graphs are destroyed after the hang is over (their destruction
+		// may release NCCL's resources for them).
+		var graphs []*cuda.Graph
+		var execs []*cuda.GraphExec
+		defer func() {
+			for _, e := range execs {
+				e.Destroy()
+			}
+			for _, g := range graphs {
+				g.Destroy()
+			}
+		}()
+		// Deferred last, so run first: the pair is aborted (the kernel
+		// leaves) before anything above is freed, even on a failure.
+		resolved := false
+		defer func() {
+			if !resolved {
+				t.Logf("rank 0: aborting the pair before freeing anything")
+				pair.Abort()
+			}
+		}()
+		got := make([]float32, n)
+
+		hangStart := time.Now()
+		if err := pair.AllReduce(nccl.BufferOf(hmem), nccl.BufferOf(hmem), nccl.Sum, hs); err != nil {
+			t.Fatalf("the hanging all-reduce: %v", err)
+		}
+		t.Logf("rank 0: the all-reduce rank 1 never posts is queued; capturing")
+
+		// During the hang: captures, launches and copies on own streams.
+		for i, mode := range captureModes {
+			s := streams[i]
 			before := w.Stats().Captured
 			g, err := s.Capture(mode, func() error {
 				if err := one.AllReduce(nccl.BufferOf(a), nccl.BufferOf(b), nccl.Sum, s); err != nil {
@@ -121,52 +164,54 @@ func TestGPUWatchedCapture(t *testing.T) {
 			})
 			if err != nil {
 				t.Errorf("%v: capture of two watched all-reduces: %v (stats %+v)", mode, err, w.Stats())
-				s.Destroy()
 				continue
 			}
+			graphs = append(graphs, g)
 			exec, err := g.Instantiate()
 			if err != nil {
-				t.Fatal(err)
+				t.Errorf("%v: Instantiate: %v", mode, err)
+				continue
 			}
+			execs = append(execs, exec)
 			if err := c.MemsetAsync(0, s); err != nil {
-				t.Fatal(err)
+				t.Errorf("%v: MemsetAsync: %v", mode, err)
+				continue
 			}
-			for i := range 100 {
-				if err := exec.Launch(s); err != nil {
-					t.Fatalf("%v: replay %d: %v", mode, i, err)
+			for j := range 100 {
+				if err = exec.Launch(s); err != nil {
+					t.Errorf("%v: replay %d: %v", mode, j, err)
+					break
 				}
 			}
-			if err := s.Synchronize(); err != nil {
-				t.Fatal(err)
+			clear(got)
+			if err == nil {
+				err = c.CopyToHostAsync(got, s)
 			}
-			got := make([]float32, n)
-			if err := c.CopyToHost(got); err != nil {
-				t.Fatal(err)
+			if err == nil {
+				err = s.Synchronize()
+			}
+			if err != nil {
+				t.Errorf("%v: %v", mode, err)
+				continue
 			}
 			if !slices.Equal(got, src) {
 				t.Errorf("%v: after 100 replays the result differs from the input", mode)
+				continue
 			}
 			if st := w.Stats(); st.Captured-before != 2 || w.Err() != nil {
 				t.Errorf("%v: stats %+v, Err %v; want 2 more captured, no error", mode, st, w.Err())
+				continue
 			}
 			t.Logf("%v: captured 2 watched all-reduces, replayed 100 times, exact", mode)
-			exec.Destroy()
-			g.Destroy()
-			s.Destroy()
 		}
 
 		// A global capture elsewhere: a memset on a stream of its own.
-		other, err := cuda.Device(0).NewStream()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Destroy()
 		polls := wPair.Stats().Polls
 		g, err := other.Capture(cuda.CaptureGlobal, func() error {
 			if err := c.MemsetAsync(0, other); err != nil {
 				return err
 			}
-			for p := wPair.Stats().Polls; wPair.Stats().Polls < p+10; {
+			for p := wPair.Stats().Polls; wPair.Stats().Polls < p+10 && time.Since(hangStart) < hangTimeout; {
 				time.Sleep(time.Millisecond)
 			}
 			return nil
@@ -174,7 +219,7 @@ func TestGPUWatchedCapture(t *testing.T) {
 		if err != nil {
 			t.Errorf("a global capture elsewhere broke while the poller ran: %v", err)
 		} else {
-			g.Destroy()
+			graphs = append(graphs, g)
 			t.Logf("a global capture of a memset survived %d polls of the hung operation's event", wPair.Stats().Polls-polls)
 		}
 		if time.Since(hangStart) > hangTimeout {
@@ -185,12 +230,24 @@ func TestGPUWatchedCapture(t *testing.T) {
 		select {
 		case <-wPair.Done():
 		case <-time.After(hangTimeout + 10*time.Second):
-			t.Fatalf("the hung all-reduce was not reported (stats %+v)", wPair.Stats())
+			t.Errorf("the hung all-reduce was not reported (stats %+v)", wPair.Stats())
+			return // the deferred abort ends the hang before the frees
 		}
 		if err := wPair.Err(); !errors.As(err, &te) || te.Op.Op != trace.AllReduce || te.Op.Seq != 1 {
 			t.Errorf("Err = %v; want a timeout of AllReduce #1", err)
 		} else {
-			t.Logf("reported: %v", err)
+			t.Logf("reported after %v: %v", time.Since(hangStart).Round(time.Millisecond), err)
+		}
+		// The watchdog aborted the pair: its kernel leaves, and the stream
+		// drains (with or without an error).
+		synced := make(chan error, 1)
+		go func() { synced <- hs.Synchronize() }()
+		select {
+		case err := <-synced:
+			resolved = true
+			t.Logf("rank 0: the hung stream drained after the abort (%v)", err)
+		case <-time.After(10 * time.Second):
+			t.Errorf("the hung stream did not drain within 10 s of the abort")
 		}
 	})
 }

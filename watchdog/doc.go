@@ -28,8 +28,10 @@
 // accepted it; the later ones of the period share the next event on that
 // stream, recorded by a later operation or by the poller at its next tick.
 // Events whose work completed are reused, so the steady state creates none
-// and allocates nothing. Off (not watched), a communicator pays nothing:
-// its list of hooks is empty.
+// and allocates nothing, the poller's ticks included (the queues of
+// operations grow to the largest backlog seen between two ticks, and
+// stay). Off (not watched), a communicator pays nothing: its list of hooks
+// is empty.
 //
 // One goroutine per process, started by the first Watch and ended with the
 // last watchdog, polls every PollInterval: for each stream of each watched
@@ -97,7 +99,7 @@
 // Detection is safe with every communicator: the poller only queries
 // events and reads the asynchronous error, and it never waits for a
 // communicator; the asynchronous error, which takes the communicator's lock,
-// is read on a short-lived goroutine (one at a time per communicator), so a
+// is read on a goroutine of the communicator's own (one read at a time), so a
 // call held inside NCCL delays only that communicator's asynchronous check,
 // never the timeouts of any.
 //

@@ -40,7 +40,11 @@ const (
 
 // runFaultRanks is gputest.RunRanks for ranks that may die: rank victim
 // (-1: none) must end by SIGKILL, the others must pass. dir is given to
-// every rank in NCCL4GO_WD_DIR.
+// every rank in NCCL4GO_WD_DIR. Each rank's output goes to the test log
+// line by line as it comes (prefixed "rank N|"), so that a hang shows where
+// each rank was; the ranks get SIGQUIT (a Go stack dump) then SIGKILL
+// after timeout, or 5 s before the test binary's own deadline, whichever
+// comes first.
 func runFaultRanks(t *testing.T, nranks, victim int, timeout time.Duration, dir string, fn func(t *testing.T, rank, nranks int, id nccl.UniqueID)) {
 	t.Helper()
 	if r := os.Getenv(envFaultRank); r != "" {
@@ -67,6 +71,9 @@ func runFaultRanks(t *testing.T, nranks, victim int, timeout time.Duration, dir 
 		t.Fatalf("NewUniqueID: %v", err)
 	}
 	text2, _ := id2.MarshalText()
+	if d, ok := t.Deadline(); ok && time.Until(d)-5*time.Second < timeout {
+		timeout = max(time.Until(d)-5*time.Second, time.Second)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	parts := strings.Split(t.Name(), "/")
@@ -74,16 +81,18 @@ func runFaultRanks(t *testing.T, nranks, victim int, timeout time.Duration, dir 
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
 	var wg sync.WaitGroup
-	outs := make([]bytes.Buffer, nranks)
+	outs := make([]*liveLog, nranks)
 	errs := make([]error, nranks)
 	for r := range nranks {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.timeout="+timeout.String())
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.v", "-test.timeout="+(timeout+10*time.Second).String())
 		cmd.Env = append(os.Environ(), gputest.SafeEnv...)
 		cmd.Env = append(cmd.Env, envFaultRank+"="+strconv.Itoa(r), envFaultN+"="+strconv.Itoa(nranks),
 			envFaultID+"="+string(text), envFaultID2+"="+string(text2), envFaultTest+"="+t.Name(), envFaultDir+"="+dir,
 			"NCCL_HOSTID=nccl4go-wd-host-"+strconv.Itoa(r), "NCCL_SOCKET_IFNAME=lo", "NCCL_IB_DISABLE=1")
-		cmd.Stdout, cmd.Stderr = &outs[r], &outs[r]
-		cmd.WaitDelay = 5 * time.Second
+		outs[r] = &liveLog{t: t, prefix: "rank " + strconv.Itoa(r) + "| "}
+		cmd.Stdout, cmd.Stderr = outs[r], outs[r]
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) } // the Go runtime dumps every goroutine's stack
+		cmd.WaitDelay = 5 * time.Second                                          // then SIGKILL
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting rank %d: %v", r, err)
 		}
@@ -95,25 +104,65 @@ func runFaultRanks(t *testing.T, nranks, victim int, timeout time.Duration, dir 
 	}
 	wg.Wait()
 	for r := range nranks {
-		out := outs[r].String()
+		out := outs[r].close()
 		if r == victim {
 			var ee *exec.ExitError
 			if !errors.As(errs[r], &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Errorf("rank %d should have died of SIGKILL (%v):\n%s", r, errs[r], out)
+				t.Errorf("rank %d should have died of SIGKILL (%v); its output is above", r, errs[r])
 			} else {
-				t.Logf("rank %d killed, as planned:\n%s", r, out)
+				t.Logf("rank %d killed, as planned", r)
 			}
 			continue
 		}
 		if errs[r] != nil || !strings.Contains(out, "--- PASS") && !strings.Contains(out, "--- SKIP") {
-			t.Errorf("rank %d of %d failed (%v):\n%s", r, nranks, errs[r], out)
-		} else {
-			t.Logf("rank %d:\n%s", r, out)
+			t.Errorf("rank %d of %d failed (%v); its output is above", r, nranks, errs[r])
 		}
 	}
 	if ctx.Err() != nil {
-		t.Errorf("ranks did not finish within %v", timeout)
+		t.Errorf("ranks did not finish within %v (sent SIGQUIT: their stacks are above)", timeout)
 	}
+}
+
+// liveLog passes a child's output to the test log line by line as it
+// comes, and keeps all of it.
+type liveLog struct {
+	t      *testing.T
+	prefix string
+	mu     sync.Mutex
+	all    bytes.Buffer
+	line   []byte
+	closed bool // the test may have ended: log no more
+}
+
+func (l *liveLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all.Write(p)
+	if l.closed {
+		return len(p), nil
+	}
+	l.line = append(l.line, p...)
+	for {
+		i := bytes.IndexByte(l.line, '\n')
+		if i < 0 {
+			break
+		}
+		l.t.Log(l.prefix + string(l.line[:i]))
+		l.line = l.line[i+1:]
+	}
+	return len(p), nil
+}
+
+// close logs the last unfinished line, stops logging, and returns all the
+// output.
+func (l *liveLog) close() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed && len(l.line) > 0 {
+		l.t.Log(l.prefix + string(l.line))
+	}
+	l.closed = true
+	return l.all.String()
 }
 
 // A peer never arrives: the two ranks that do, initializing a three-rank
@@ -305,7 +354,7 @@ func TestGPUKilledPeer(t *testing.T) {
 	for _, cr := range rep.Comms {
 		if cr.Name == "world" && cr.Size == nranks {
 			found = true
-			if !slices.Equal(cr.MissingDumps, []int{victim}) {
+			if !slices.Equal(cr.MissingDumps, []trace.RankRange{{First: victim, Last: victim}}) {
 				t.Errorf("analysis of world: missing dumps %v, want [%d]", cr.MissingDumps, victim)
 			}
 			if !strings.Contains(strings.Join(cr.Findings, " "), "rank "+strconv.Itoa(victim)) {

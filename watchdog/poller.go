@@ -266,7 +266,11 @@ func (w *Watchdog) tick() tickResult {
 	// The last asynchronous-error poll.
 	var async error
 	var failure *TimeoutError
-	if r := w.asyncOut.Swap(nil); r != nil {
+	w.asyncMu.Lock()
+	r, have := w.asyncOut, w.asyncHave
+	w.asyncOut, w.asyncHave = asyncResult{}, false
+	w.asyncMu.Unlock()
+	if have {
 		switch {
 		case r.err == nil:
 			w.busySince = 0
@@ -447,6 +451,7 @@ func (w *Watchdog) tick() tickResult {
 	}
 	if err != nil {
 		w.failed.Store(true)
+		w.shutAsync() // no tick asks again
 		acting(w, true)
 		unregister(w, false)
 		go func() {
@@ -462,17 +467,40 @@ func (w *Watchdog) tick() tickResult {
 		w.mu.Lock()
 		before := w.serial + 1
 		w.mu.Unlock()
-		w.asyncRun.Add(1)
-		go func() {
-			defer w.asyncRun.Done()
-			if c := w.cw.Value(); c != nil {
-				err := c.AsyncError()
-				w.asyncOut.Store(&asyncResult{err: err, before: before})
-			}
-			w.asyncOn.Store(false)
-		}()
+		if w.asyncReq == nil {
+			w.asyncReq = make(chan uint64, 1)
+			w.asyncRun.Add(1)
+			go w.asyncPolls(w.asyncReq)
+		}
+		w.asyncReq <- before // never blocks: one poll at a time, and asyncOn was false
 	}
 	return tickOK
+}
+
+// asyncPolls answers the poller's requests for the communicator's
+// asynchronous error, one at a time, until req is closed (Stop, or a
+// failure). One goroutine for the watchdog's life and a result kept in
+// place: a poll allocates nothing.
+func (w *Watchdog) asyncPolls(req <-chan uint64) {
+	defer w.asyncRun.Done()
+	for before := range req {
+		if c := w.cw.Value(); c != nil {
+			err := c.AsyncError()
+			w.asyncMu.Lock()
+			w.asyncOut, w.asyncHave = asyncResult{err: err, before: before}, true
+			w.asyncMu.Unlock()
+		}
+		w.asyncOn.Store(false)
+	}
+}
+
+// shutAsync ends the asynchronous-error goroutine once its poll in flight
+// returns (pollMu held: no tick sends meanwhile).
+func (w *Watchdog) shutAsync() {
+	if w.asyncReq != nil && !w.asyncShut {
+		w.asyncShut = true
+		close(w.asyncReq)
+	}
 }
 
 // cover gives every pending operation not followed by an event yet the

@@ -163,9 +163,13 @@ type Watchdog struct {
 	unregistered atomic.Bool    // Stop began: the poller leaves it alone
 	busySince    time.Duration  // when the asynchronous state was first seen in progress; 0: not in progress
 	busySerial   uint64         // serial then: an operation accepted since is progress
-	asyncRun     sync.WaitGroup // the asynchronous-error poll in flight
-	asyncOn      atomic.Bool
-	asyncOut     atomic.Pointer[asyncResult]
+	asyncRun     sync.WaitGroup // the asynchronous-error goroutine
+	asyncOn      atomic.Bool    // an asynchronous-error poll is asked for or under way
+	asyncReq     chan uint64    // asks the asynchronous-error goroutine for a poll (serial then + 1); nil: not started
+	asyncShut    bool           // asyncReq closed (pollMu held)
+	asyncMu      sync.Mutex
+	asyncOut     asyncResult   // the last poll's answer, unless taken (asyncMu held)
+	asyncHave    bool          // asyncOut holds an answer not taken yet
 	polls        atomic.Uint64 // ticks that looked at this watchdog
 	covers       atomic.Uint64 // events the poller recorded
 	abandoned    atomic.Uint64 // events the poller recorded that a capture begun meanwhile took: never queried or reused
@@ -633,6 +637,7 @@ func (w *Watchdog) Stop() {
 		// holding pollMu, so that a poller round that reached this
 		// watchdog is not held by it.
 		w.pollMu.Lock()
+		w.shutAsync()
 		w.pollMu.Unlock()
 		w.asyncRun.Wait()
 		w.mu.Lock()

@@ -40,6 +40,7 @@ import (
 )
 
 func main() {
+	maybeSupervise()
 	os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr))
 }
 

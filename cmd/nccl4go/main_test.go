@@ -20,6 +20,7 @@ import (
 const childArgsEnv = "NCCL4GO_CLI_TEST_ARGS"
 
 func TestMain(m *testing.M) {
+	maybeSupervise() // the launcher's tests start this binary as the ranks' supervisor
 	if s, ok := os.LookupEnv(childArgsEnv); ok {
 		var args []string
 		if err := json.Unmarshal([]byte(s), &args); err != nil {

@@ -120,7 +120,7 @@ func probe(ctx context.Context, n ncclState, devices []int, timeout time.Duratio
 			rep.Notes = append(rep.Notes, note)
 		}
 	}
-	rep.DevicePaths = devicePaths(comms[0])
+	rep.DevicePaths = devicePaths(ctx, comms, timeout)
 	return rep, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nccl4go/nccl/rendezvous"
@@ -31,14 +33,24 @@ the GPUs it sees); -bind-gpus shows each rank only its GPU instead.
 
 Every output line is prefixed with its rank. When a rank fails, the others
 get SIGTERM, then SIGKILL after -grace, and run exits with the failed rank's
-status (128+N for signal N). Ctrl-C and SIGTERM are forwarded to every rank.
-A summary (rank, status, duration) goes to stderr at the end.
+status (128+N for signal N). SIGINT (Ctrl-C), SIGTERM and SIGHUP are
+forwarded to every rank as received; a second one kills them. If nobody
+reads stdout any more, the ranks get SIGTERM (exit 141; with -no-prefix they
+write to it themselves). A summary (rank,
+status, duration) goes to stderr at the end.
+
+On Linux nothing run starts outlives it: what a rank leaves behind when it
+ends (in its process group or not) gets SIGTERM, then SIGKILL after -grace,
+and run returns only when all of it is gone; if run itself dies (even by
+SIGKILL), the ranks and all they started get the same. Elsewhere only each
+rank's process group is signalled.
 
 Several nodes: run one launcher per node with the same -nnodes, -master-addr
 and -master-port, and each node's -node-rank; node 0 hosts the store on
 -store-port of its -master-addr (default master port + 1), and MASTER_PORT is
 left to torch's rank 0. Set NCCL4GO_STORE_SECRET to the same value on every
-node to protect the store (one node alone makes up a random secret).
+node to protect the store (one node alone makes up a random secret; several
+without one are warned that the store is open).
 
 Values of -env may use {rank}, {local_rank}, {node_rank}, {world_size}.
 Several ranks on one GPU need -hostid-per-rank (NCCL_HOSTID distinct per
@@ -66,9 +78,9 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs := newFlagSet("run", "[flags] PROGRAM [ARGS...]", runAbout)
-	fs.IntVar(&f.nproc, "n", 1, "number of processes (ranks) on this node")
+	fs.IntVar(&f.nproc, "n", 1, "number of processes (ranks) on this node, at most 65536")
 	fs.IntVar(&f.nproc, "nproc-per-node", 1, "same as -n (torchrun's name)")
-	fs.IntVar(&f.nnodes, "nnodes", 1, "number of nodes, each running one launcher")
+	fs.IntVar(&f.nnodes, "nnodes", 1, "number of nodes, each running one launcher (nnodes × n at most 16777216)")
 	fs.IntVar(&f.nodeRank, "node-rank", 0, "this node's index, 0 to nnodes-1")
 	fs.StringVar(&f.masterAddr, "master-addr", "127.0.0.1", "address of node 0 (MASTER_ADDR)")
 	fs.IntVar(&f.masterPort, "master-port", 0, "MASTER_PORT; 0: a free port (one node only)")
@@ -78,7 +90,7 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.bindGPUs, "bind-gpus", false, "set CUDA_VISIBLE_DEVICES of each rank to its one GPU")
 	fs.BoolVar(&f.noPrefix, "no-prefix", false, "do not prefix output lines with the rank")
 	fs.BoolVar(&f.quiet, "quiet", false, "print the summary only when a rank failed")
-	fs.Var(&f.env, "env", "KEY=VALUE for every rank, repeatable; VALUE may use {rank}, {local_rank}, {node_rank}, {world_size}")
+	fs.Var(&f.env, "env", "KEY=VALUE for every rank, repeatable; KEY: letters, digits, _; VALUE may use {rank}, {local_rank}, {node_rank}, {world_size}")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.usage(stdout)
@@ -96,8 +108,12 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	switch {
 	case f.nproc < 1:
 		return nil, bad("-n %d: need at least one process", f.nproc)
+	case f.nproc > maxLocalRanks:
+		return nil, bad("-n %d: at most %d processes on one node", f.nproc, maxLocalRanks)
 	case f.nnodes < 1:
 		return nil, bad("-nnodes %d: need at least one node", f.nnodes)
+	case f.nnodes > maxWorldSize/f.nproc: // f.nnodes*f.nproc without overflow
+		return nil, bad("-nnodes %d × -n %d: more than %d ranks", f.nnodes, f.nproc, maxWorldSize)
 	case f.nodeRank < 0 || f.nodeRank >= f.nnodes:
 		return nil, bad("-node-rank %d is not below -nnodes %d", f.nodeRank, f.nnodes)
 	case f.nnodes > 1 && f.masterPort == 0:
@@ -108,11 +124,40 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 		return nil, bad("-grace must not be negative")
 	}
 	for _, kv := range f.env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+		k, v, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || k == "":
 			return nil, bad("-env %q is not KEY=VALUE", kv)
+		case !isEnvName(k):
+			return nil, bad("-env %q: the name %q is not letters, digits and _ (not starting with a digit)", kv, k)
+		case strings.IndexByte(v, 0) >= 0:
+			return nil, bad("-env %q: the value holds a NUL byte", kv)
 		}
 	}
 	return f, nil
+}
+
+// Bounds of -n and -nnodes × -n: far above any machine or job, low enough
+// that the launcher's own tables stay small (they panicked in makeslice).
+const (
+	maxLocalRanks = 1 << 16
+	maxWorldSize  = 1 << 24
+)
+
+// isEnvName reports whether k is a portable environment variable name, as
+// shells accept: letters, digits and underscores, not starting with a
+// digit.
+func isEnvName(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return k != ""
 }
 
 // exitError makes the command exit with a status of its own.
@@ -124,9 +169,12 @@ type exitError struct {
 func (e *exitError) Error() string { return e.msg }
 
 // runCmd is the run subcommand: the launcher exits with the failed rank's
-// status, which mainExit (0, 1, 2) cannot express.
+// status, which mainExit (0, 1, 2) cannot express. The launcher forwards
+// the signals it receives itself, so main's context, which the same
+// signals cancel, is not passed on: through it one Ctrl-C reached the
+// ranks as SIGINT or as SIGTERM, by a race.
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	err := runRun(ctx, args, stdout, stderr)
+	err := runRun(context.WithoutCancel(ctx), args, stdout, stderr)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		fmt.Fprintf(stderr, "nccl4go: %v\n", ee)
@@ -135,14 +183,70 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return err
 }
 
-// rankProc is one rank's process.
+// rankProc is one rank: its process (on Linux, its supervisor's) and how
+// it ended. Only the supervising loop touches its fields once started.
 type rankProc struct {
 	rank, local int
 	cmd         *exec.Cmd
 	out, errw   *prefixWriter
 	start, end  time.Time
-	state       *os.ProcessState
-	waitErr     error
+	exit        *rankExit // nil while the rank runs
+	gone        bool      // the rank and everything it started are gone
+	sys         rankSys   // the platform's part
+}
+
+// rankExit is how a rank ended.
+type rankExit struct {
+	startErr string // the program did not start: why
+	code     int    // its exit code, when signal is 0
+	signal   int    // the signal that ended it; 0: it exited
+}
+
+// status is a shell's status: the exit code, 128 + the signal, or 127 for
+// a program that did not start.
+func (e *rankExit) status() int {
+	switch {
+	case e == nil:
+		return 0
+	case e.startErr != "":
+		return 127
+	case e.signal != 0:
+		return 128 + e.signal
+	}
+	return e.code
+}
+
+// String says how a rank ended: "exited 3", "killed by SIGTERM".
+func (e *rankExit) String() string {
+	switch {
+	case e == nil:
+		return "did not start"
+	case e.startErr != "":
+		return "did not start: " + e.startErr
+	case e.signal != 0:
+		return "killed by " + signalName(e.signal)
+	}
+	return "exited " + strconv.Itoa(e.code)
+}
+
+// exitOf is how the process of st ended.
+func exitOf(st *os.ProcessState) *rankExit {
+	if c := st.ExitCode(); c >= 0 {
+		return &rankExit{code: c}
+	}
+	if sig, ok := signalOf(st); ok {
+		return &rankExit{signal: sig}
+	}
+	return &rankExit{code: 1}
+}
+
+// rankEvent is news of a rank from its watching goroutine: it ended
+// (exit), or it and everything it started are gone (gone).
+type rankEvent struct {
+	p    *rankProc
+	exit *rankExit
+	end  time.Time
+	gone bool
 }
 
 // runRun is the launcher, without exiting: a failure of a rank is an
@@ -159,9 +263,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("run: choosing a master port: %w", err)
 		}
 	}
+	if !setsPath(f.env) {
+		// Checked once here, so that a typo is one clear error rather than
+		// a failure of every rank.
+		if _, err := exec.LookPath(f.program); err != nil {
+			return &exitError{code: 127, msg: "run: " + err.Error()}
+		}
+	}
 	secret := os.Getenv(rendezvous.EnvStoreSecret)
-	if secret == "" && f.nnodes == 1 {
+	switch {
+	case secret == "" && f.nnodes == 1:
 		secret = randomSecret()
+	case secret == "":
+		fmt.Fprintf(stderr, "nccl4go run: warning: %s is not set: the store on node 0 (port %d of every interface) accepts anyone who can reach it; set it to the same value on every node\n",
+			rendezvous.EnvStoreSecret, cmp.Or(f.storePort, f.masterPort+1))
 	}
 	// The store: node 0 hosts it.
 	storePort := f.storePort
@@ -185,6 +300,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	base := childBase(os.Environ())
+	outGone := &brokenOutput{c: make(chan struct{})}
 	var mu sync.Mutex // one line at a time on each stream
 	procs := make([]*rankProc, f.nproc)
 	width := len(strconv.Itoa(world - 1))
@@ -228,122 +344,153 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			k, v, _ := strings.Cut(kv, "=")
 			vars[k] = expandTemplate(v, rank, local, f.nodeRank, world)
 		}
-		cmd := exec.Command(f.program, f.args...)
+		cmd := rankCommand(f)
 		cmd.Env = append(append([]string(nil), base...), sortedVars(vars)...)
 		cmd.Stdin = nil
 		if f.noPrefix {
 			cmd.Stdout, cmd.Stderr = stdout, stderr
 		} else {
 			prefix := fmt.Sprintf("[%*d] ", width, rank)
-			p.out = &prefixWriter{w: stdout, prefix: prefix, mu: &mu}
+			p.out = &prefixWriter{w: stdout, prefix: prefix, mu: &mu, broken: outGone}
 			p.errw = &prefixWriter{w: stderr, prefix: prefix, mu: &mu}
 			cmd.Stdout, cmd.Stderr = p.out, p.errw
 		}
-		cmd.WaitDelay = time.Second // a grandchild holding the pipes open
-		setProcAttr(cmd)
+		cmd.WaitDelay = time.Second // a process escaped the rank's end holds the pipes open
 		p.cmd = cmd
 	}
-	return supervise(ctx, f, procs, stderr)
+	return supervise(ctx, f, procs, stderr, outGone.c)
 }
 
-// supervise starts the ranks, stops them all on the first failure or a
-// signal, and reports.
-func supervise(ctx context.Context, f *runFlags, procs []*rankProc, stderr io.Writer) error {
-	type exit struct {
-		p     *rankProc
-		state *os.ProcessState
-		err   error
-		end   time.Time
+// setsPath reports whether -env sets PATH for the ranks.
+func setsPath(env []string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			return true
+		}
 	}
-	done := make(chan exit, len(procs))
+	return false
+}
+
+// brokenOutput is closed (once) when the reader of the launcher's stdout
+// has gone away.
+type brokenOutput struct {
+	once sync.Once
+	c    chan struct{}
+}
+
+func (b *brokenOutput) close() { b.once.Do(func() { close(b.c) }) }
+
+// supervise starts the ranks, stops them all on the first failure, a
+// signal or the loss of stdout's reader, waits until every rank and
+// everything it started are gone, and reports.
+func supervise(ctx context.Context, f *runFlags, procs []*rankProc, stderr io.Writer, outGone <-chan struct{}) error {
+	events := make(chan rankEvent, 2*len(procs))
 	sigs, stopSignals := notifySignals()
 	defer stopSignals()
 	started := 0
 	var startErr error
 	for _, p := range procs {
 		p.start = time.Now()
-		if err := p.cmd.Start(); err != nil {
+		if err := startRank(p); err != nil {
 			startErr = fmt.Errorf("starting rank %d: %w", p.rank, err)
 			break
 		}
 		started++
-		go func() { // only the loop below touches p's fields
-			err := p.cmd.Wait()
-			done <- exit{p: p, state: p.cmd.ProcessState, err: err, end: time.Now()}
-		}()
+		go watchRank(p, events) // reports on events; only the loop below touches p
 	}
 	var first *rankProc // the first rank that failed
 	stopping := startErr != nil
 	var kill <-chan time.Time
-	stopAll := func(sig func(*rankProc)) {
+	// stopAll signals every rank not gone: the supervisor of a rank that
+	// has ended still holds what the rank left behind.
+	stopAll := func(sig os.Signal) {
 		for _, p := range procs[:started] {
-			if p.state == nil {
-				sig(p)
+			if !p.gone {
+				signalRank(p, sig)
 			}
 		}
 	}
-	if stopping {
-		stopAll(terminate)
-		kill = time.After(f.grace)
+	stop := func(sig os.Signal) { // the first stop of the job: grace, then SIGKILL
+		stopping = true
+		stopAll(sig)
+		if kill == nil {
+			kill = time.After(f.grace)
+		}
 	}
+	if stopping {
+		stop(termSignal)
+	}
+	var received os.Signal // the signal that interrupted the job
 	interrupted := false
 	signals := 0          // signals received on sigs: a second one ends the grace
 	ctxDone := ctx.Done() // nil once handled, or the loop would spin on it
 	for running := started; running > 0; {
 		select {
-		case e := <-done:
-			running--
+		case e := <-events:
 			p := e.p
-			p.state, p.waitErr, p.end = e.state, e.err, e.end
-			if p.out != nil {
-				p.out.flush()
-				p.errw.flush()
-			}
-			if exitCode(p.state) != 0 && first == nil && !stopping {
-				first = p
-				stopping = true
-				stopAll(terminate)
-				kill = time.After(f.grace)
-			}
-		case s := <-sigs:
-			// The same Ctrl-C may also have cancelled ctx (main's
-			// NotifyContext): only a second signal here ends the grace.
-			if signals++; signals > 1 {
-				stopAll(killRank)
+			if e.gone {
+				running--
+				p.gone = true
+				if p.out != nil {
+					p.out.flush()
+					p.errw.flush()
+				}
 				continue
 			}
-			stopAll(func(p *rankProc) { forward(p, s) })
-			if !interrupted {
-				interrupted, stopping = true, true
-				kill = time.After(f.grace)
+			p.exit, p.end = e.exit, e.end
+			if p.exit.status() != 0 && first == nil && !stopping {
+				first = p
+				stop(termSignal)
 			}
+		case s := <-sigs:
+			// A library caller's context may be cancelled by the same
+			// Ctrl-C (as main's was): only a second signal ends the grace.
+			if signals++; signals > 1 {
+				stopAll(killSignal)
+				continue
+			}
+			if !interrupted {
+				interrupted, received = true, s
+			}
+			stop(s)
 		case <-ctxDone:
 			ctxDone = nil
 			if !interrupted {
-				interrupted, stopping = true, true
-				stopAll(terminate)
-				kill = time.After(f.grace)
+				interrupted = true
+				stop(termSignal)
+			}
+		case <-outGone:
+			// The reader of stdout went away (a closed pipe): nothing the
+			// ranks print can be shown any more. Stop them as a pipeline
+			// member stops, but with their grace.
+			outGone = nil
+			if !interrupted && !stopping {
+				interrupted, received = true, brokenPipeSignal
+				fmt.Fprintf(stderr, "nccl4go run: stdout was closed; stopping the ranks (SIGTERM, SIGKILL after %v)\n", f.grace)
+				stop(termSignal)
 			}
 		case <-kill:
-			stopAll(killRank)
+			stopAll(killSignal)
 			kill = nil
 		}
 	}
 	failed := first != nil || startErr != nil
-	if !f.quiet || failed || interrupted {
+	if (!f.quiet || failed || interrupted) && started > 0 {
 		summary(stderr, procs[:started])
 	}
 	switch {
 	case startErr != nil:
 		return &exitError{code: 127, msg: "run: " + startErr.Error()}
 	case first != nil:
-		code := exitCode(first.state)
-		return &exitError{code: code, msg: fmt.Sprintf("run: rank %d %s", first.rank, describeState(first.state))}
+		return &exitError{code: first.exit.status(), msg: fmt.Sprintf("run: rank %d %s", first.rank, first.exit)}
 	case interrupted:
 		for _, p := range procs {
-			if c := exitCode(p.state); c != 0 {
-				return &exitError{code: c, msg: fmt.Sprintf("run: interrupted; rank %d %s", p.rank, describeState(p.state))}
+			if c := p.exit.status(); c != 0 {
+				return &exitError{code: c, msg: fmt.Sprintf("run: interrupted; rank %d %s", p.rank, p.exit)}
 			}
+		}
+		if code, ok := signalStatus(received); ok {
+			return &exitError{code: code, msg: fmt.Sprintf("run: interrupted by %s; every rank exited 0", signalName(code-128))}
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("run: %w", ctx.Err())
@@ -352,40 +499,12 @@ func supervise(ctx context.Context, f *runFlags, procs []*rankProc, stderr io.Wr
 	return nil
 }
 
-// exitCode is a shell's status: the exit code, or 128 + the signal.
-func exitCode(st *os.ProcessState) int {
-	if st == nil {
-		return 0
-	}
-	if c := st.ExitCode(); c >= 0 {
-		return c
-	}
-	if sig, ok := signalOf(st); ok {
-		return 128 + sig
-	}
-	return 1
-}
-
-// describeState says how a rank ended: "exited 3", "killed by SIGTERM".
-func describeState(st *os.ProcessState) string {
-	if st == nil {
-		return "did not start"
-	}
-	if c := st.ExitCode(); c >= 0 {
-		return "exited " + strconv.Itoa(c)
-	}
-	if _, ok := signalOf(st); ok {
-		return "killed by " + signalName(st)
-	}
-	return st.String()
-}
-
 // summary prints one line per rank.
 func summary(w io.Writer, procs []*rankProc) {
 	fmt.Fprintf(w, "nccl4go run: %-6s %-22s %s\n", "RANK", "STATUS", "DURATION")
 	for _, p := range procs {
 		d := p.end.Sub(p.start)
-		fmt.Fprintf(w, "nccl4go run: %-6d %-22s %v\n", p.rank, describeState(p.state), d.Round(time.Millisecond))
+		fmt.Fprintf(w, "nccl4go run: %-6d %-22s %v\n", p.rank, p.exit, d.Round(time.Millisecond))
 	}
 }
 
@@ -459,6 +578,7 @@ type prefixWriter struct {
 	prefix string
 	mu     *sync.Mutex
 	buf    []byte
+	broken *brokenOutput // closed when w's reader has gone; nil: not watched
 }
 
 // Write implements io.Writer.
@@ -488,8 +608,11 @@ func (p *prefixWriter) emit(lines []byte) {
 		lines = lines[j+1:]
 	}
 	p.mu.Lock()
-	p.w.Write(out) //nolint:errcheck // output lost is not the job's failure
+	_, err := p.w.Write(out) // output lost is not the job's failure...
 	p.mu.Unlock()
+	if errors.Is(err, syscall.EPIPE) && p.broken != nil {
+		p.broken.close() // ...but nobody reading it any more ends the job
+	}
 }
 
 // flush writes a last line without its newline.
@@ -497,5 +620,19 @@ func (p *prefixWriter) flush() {
 	if len(p.buf) > 0 {
 		p.emit(append(p.buf, '\n'))
 		p.buf = p.buf[:0]
+	}
+}
+
+// superviseCommand is the hidden command that runs one rank's supervisor
+// (see run_linux.go).
+const superviseCommand = "__nccl4go-supervise"
+
+// maybeSupervise runs the supervisor, and exits, when this process was
+// started as one; main (and the tests' TestMain) call it first. It exits
+// with syscall.Exit: there is nothing to flush, and a race-enabled build
+// would sleep a second in os.Exit.
+func maybeSupervise() {
+	if len(os.Args) > 1 && os.Args[1] == superviseCommand {
+		syscall.Exit(superviseMain(os.Args[2:]))
 	}
 }

@@ -4,35 +4,40 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"os/signal"
 	"syscall"
 )
 
-// setProcAttr puts each rank in a process group of its own, so that
-// stopping a rank stops what it started too, and a terminal's Ctrl-C
-// reaches the ranks only through the launcher (which forwards it once).
-func setProcAttr(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	setDeathSignal(cmd.SysProcAttr)
-}
+// The signals the launcher sends: to stop the ranks, to kill them after
+// their grace, and the one whose status (141) it exits with when its
+// stdout's reader has gone.
+var (
+	termSignal       os.Signal = syscall.SIGTERM
+	killSignal       os.Signal = syscall.SIGKILL
+	brokenPipeSignal os.Signal = syscall.SIGPIPE
+)
 
-// notifySignals delivers the signals run forwards.
+// notifySignals delivers the signals run forwards. It also catches
+// SIGPIPE, so that a write to a stdout nobody reads fails with EPIPE
+// (which stops the ranks with their grace) instead of killing the
+// launcher, and with it the ranks without grace.
 func notifySignals() (<-chan os.Signal, func()) {
 	c := make(chan os.Signal, 4)
 	signal.Notify(c, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	return c, func() { signal.Stop(c) }
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	return c, func() { signal.Stop(c); signal.Stop(pipe) }
 }
 
-// forward sends s to the rank's process group.
-func forward(p *rankProc, s os.Signal) {
-	if sig, ok := s.(syscall.Signal); ok && p.cmd.Process != nil {
-		syscall.Kill(-p.cmd.Process.Pid, sig) //nolint:errcheck // the rank may be gone
+// signalStatus is 128 + the number of s, a shell's status for a process
+// that s ended.
+func signalStatus(s os.Signal) (int, bool) {
+	sig, ok := s.(syscall.Signal)
+	if !ok {
+		return 0, false
 	}
+	return 128 + int(sig), true
 }
-
-func terminate(p *rankProc) { forward(p, syscall.SIGTERM) }
-func killRank(p *rankProc)  { forward(p, syscall.SIGKILL) }
 
 // signalOf returns the signal that ended the process.
 func signalOf(st *os.ProcessState) (int, bool) {
@@ -43,13 +48,12 @@ func signalOf(st *os.ProcessState) (int, bool) {
 	return int(ws.Signal()), true
 }
 
-// signalName is "SIGTERM" for the signal that ended the process.
-func signalName(st *os.ProcessState) string {
-	ws, _ := st.Sys().(syscall.WaitStatus)
-	if name, ok := signalNames[ws.Signal()]; ok {
+// signalName is "SIGTERM" for signal 15.
+func signalName(sig int) string {
+	if name, ok := signalNames[syscall.Signal(sig)]; ok {
 		return name
 	}
-	return ws.Signal().String()
+	return syscall.Signal(sig).String()
 }
 
 var signalNames = map[syscall.Signal]string{

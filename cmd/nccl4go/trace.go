@@ -43,7 +43,9 @@ func runTraceAnalyze(ctx context.Context, args []string, stdout, stderr io.Write
 			"nccl4go-trace-*.json files) and say, for every communicator, where the ranks disagree:\n"+
 			"the first operation some rank did not enqueue or enqueued differently, which ranks are\n"+
 			"behind, and what each rank was doing last. Give it the dumps of all ranks: a rank\n"+
-			"without a dump is reported as such.")
+			"without a dump is reported as such. A dump of a directory that cannot be read is\n"+
+			"skipped and named (on stderr and in the report's notes); a dump named on the command\n"+
+			"line that cannot be read is an error.")
 	jsonOut := fs.Bool("json", false, "print the report as one JSON document")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -60,34 +62,55 @@ func runTraceAnalyze(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	var dumps []*trace.Dump
+	var skipped []string
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, err := trace.ReadDumpFile(p)
+		d, err := trace.ReadDumpFile(p.path)
 		if err != nil {
-			return err
+			if p.named {
+				return err
+			}
+			why := err.Error()
+			if de := (*trace.DumpError)(nil); errors.As(err, &de) {
+				why = de.Err.Error()
+			}
+			fmt.Fprintf(stderr, "nccl4go trace analyze: skipping %s: %s\n", p.path, why)
+			skipped = append(skipped, fmt.Sprintf("skipped %s, which cannot be read: %s", p.path, why))
+			continue
 		}
 		dumps = append(dumps, d)
 	}
+	if len(dumps) == 0 {
+		return fmt.Errorf("trace analyze: no readable dump (%d skipped)", len(skipped))
+	}
 	rep := trace.Analyze(dumps)
+	rep.Notes = append(skipped, rep.Notes...)
 	if *jsonOut {
 		return writeJSON(stdout, rep)
 	}
 	return rep.WriteText(stdout)
 }
 
+// dumpPath is a dump to read: named on the command line, or found in a
+// directory.
+type dumpPath struct {
+	path  string
+	named bool
+}
+
 // dumpPaths expands the arguments: a file stands for itself, a directory
 // for the nccl4go-trace-*.json files in it.
-func dumpPaths(args []string) ([]string, error) {
-	var paths []string
+func dumpPaths(args []string) ([]dumpPath, error) {
+	var paths []dumpPath
 	for _, a := range args {
 		st, err := os.Stat(a)
 		if err != nil {
 			return nil, fmt.Errorf("trace analyze: %w", err)
 		}
 		if !st.IsDir() {
-			paths = append(paths, a)
+			paths = append(paths, dumpPath{filepath.Clean(a), true})
 			continue
 		}
 		ents, err := os.ReadDir(a)
@@ -97,7 +120,7 @@ func dumpPaths(args []string) ([]string, error) {
 		n := 0
 		for _, e := range ents {
 			if !e.IsDir() && strings.HasPrefix(e.Name(), "nccl4go-trace-") && strings.HasSuffix(e.Name(), ".json") {
-				paths = append(paths, filepath.Join(a, e.Name()))
+				paths = append(paths, dumpPath{filepath.Join(a, e.Name()), false})
 				n++
 			}
 		}
@@ -105,6 +128,18 @@ func dumpPaths(args []string) ([]string, error) {
 			return nil, fmt.Errorf("trace analyze: no nccl4go-trace-*.json file in directory %s", a)
 		}
 	}
-	slices.Sort(paths)
-	return slices.Compact(paths), nil
+	// Sorted by path, each once: named first where a directory holds it too.
+	slices.SortFunc(paths, func(a, b dumpPath) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		if a.named == b.named {
+			return 0
+		}
+		if a.named {
+			return -1
+		}
+		return 1
+	})
+	return slices.CompactFunc(paths, func(a, b dumpPath) bool { return a.path == b.path }), nil
 }

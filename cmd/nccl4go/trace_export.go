@@ -47,9 +47,15 @@ func runTraceExport(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, err := trace.ReadDumpFile(p)
+		d, err := trace.ReadDumpFile(p.path)
 		if err != nil {
-			return err
+			if p.named {
+				return err
+			}
+			// As trace analyze does: a bad dump found in a directory is
+			// skipped and named; the others are exported.
+			fmt.Fprintf(stderr, "trace export: skipping %s: %v\n", p.path, err)
+			continue
 		}
 		dumps = append(dumps, d)
 	}

@@ -79,3 +79,35 @@ func TestTraceExportUsage(t *testing.T) {
 		}
 	}
 }
+
+// A torn dump found in a directory is skipped and named, as trace analyze
+// does; the others are exported. Named on the command line, it is an error.
+func TestTraceExportSkipsBadDumpInDirectory(t *testing.T) {
+	dir := t.TempDir()
+	files, _ := filepath.Glob(filepath.Join(hangDumps, "*.json"))
+	var torn string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(f, "rank2-") {
+			b = b[:len(b)/2]
+			torn = filepath.Join(dir, filepath.Base(f))
+		}
+		os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+	}
+	out, errs, err := runTraceCLI("export", "-o", t.TempDir(), dir)
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, errs)
+	}
+	if n := len(strings.Fields(out)); n != len(files)-1 {
+		t.Errorf("exported %d files, want %d:\n%s", n, len(files)-1, out)
+	}
+	if !strings.Contains(errs, "skipping") || !strings.Contains(errs, "rank2-") {
+		t.Errorf("stderr does not name the skipped dump:\n%s", errs)
+	}
+	if _, _, err := runTraceCLI("export", "-o", t.TempDir(), torn); err == nil {
+		t.Error("a torn dump named on the command line was exported without an error")
+	}
+}

@@ -102,3 +102,52 @@ func TestTraceAnalyzeBadInput(t *testing.T) {
 		t.Error("missing file accepted")
 	}
 }
+
+// One unreadable dump in a directory is skipped and named; the others are
+// analyzed (one bad file failed the whole analysis). A file named on the
+// command line is still an error of its own.
+func TestTraceAnalyzeSkipsBadDumpInDirectory(t *testing.T) {
+	dir := t.TempDir()
+	files, _ := filepath.Glob(filepath.Join(hangDumps, "*.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(f, "rank2-") {
+			b = b[:len(b)/2] // torn
+		}
+		os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+	}
+	out, errs, err := runTraceCLI("analyze", dir)
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, errs)
+	}
+	for _, want := range []string{"no dump from rank 2 of 4", "skipped", "rank2-"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errs, "skipping") || !strings.Contains(errs, "rank2-") {
+		t.Errorf("stderr does not name the skipped dump:\n%s", errs)
+	}
+	out, _, err = runTraceCLI("analyze", "-json", dir)
+	var rep trace.Report
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || rep.Dumps != 3 || !strings.Contains(strings.Join(rep.Notes, "\n"), "rank2-") {
+		t.Errorf("-json: %v, dumps %d, notes %q", err, rep.Dumps, rep.Notes)
+	}
+	// Every dump of the directory unreadable: an error.
+	bad := t.TempDir()
+	os.WriteFile(filepath.Join(bad, "nccl4go-trace-rank0-pid1-1.json"), []byte("{"), 0o644)
+	if _, _, err := runTraceCLI("analyze", bad); err == nil {
+		t.Error("a directory of unreadable dumps was analyzed")
+	}
+	// Named on the command line: an error.
+	torn := filepath.Join(dir, filepath.Base(files[2]))
+	if !strings.Contains(torn, "rank2-") {
+		t.Fatalf("testdata order: %s", torn)
+	}
+	if _, _, err := runTraceCLI("analyze", torn, dir); err == nil || !strings.Contains(err.Error(), "rank2-") {
+		t.Errorf("a named unreadable dump: %v", err)
+	}
+}

@@ -82,6 +82,12 @@ package capi
 #cgo nocallback capi_cuMemGetInfo_v2
 #cgo noescape capi_cuStreamCreate
 #cgo nocallback capi_cuStreamCreate
+#cgo noescape capi_cuStreamIsCapturing
+#cgo nocallback capi_cuStreamIsCapturing
+#cgo noescape capi_cuStreamGetCaptureInfo_v3
+#cgo nocallback capi_cuStreamGetCaptureInfo_v3
+#cgo noescape capi_cuStreamGetCaptureInfo_v2
+#cgo nocallback capi_cuStreamGetCaptureInfo_v2
 #cgo noescape capi_cuEventCreate
 #cgo nocallback capi_cuEventCreate
 #cgo noescape capi_cuEventElapsedTime

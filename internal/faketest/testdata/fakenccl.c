@@ -53,12 +53,15 @@
 //   FAKE_NCCL_NO_WINDOW    1: no symmetric memory (window registration
 //                          succeeds without a window)
 //   FAKE_NCCL_NO_SYMMETRIC 1: ncclDevCommCreate fails with ncclInvalidUsage
+//                          (as it does with NCCL_WIN_ENABLE=0,
+//                          NCCL_CUMEM_ENABLE=0, and before 2.28.7 for a
+//                          communicator of one rank)
 //   FAKE_NCCL_LOG          path: append the name of every call, one a line
 //   FAKE_NCCL_INIT_DELAY_MS n: the init family sleeps n ms first (a blocking
 //                          init that waits for its peers)
 // and NCCL's own NCCL_COMM_BLOCKING, NCCL_ENABLE_VERSION_CHECK,
-// NCCL_MULTI_RANK_GPU_ENABLE, NCCL_LOCAL_REGISTER, NCCL_WIN_ENABLE and
-// NCCL_COMM_ID.
+// NCCL_MULTI_RANK_GPU_ENABLE, NCCL_LOCAL_REGISTER, NCCL_WIN_ENABLE,
+// NCCL_CUMEM_ENABLE and NCCL_COMM_ID.
 //
 // The fake CUDA driver (fakecuda.c) provides the devices and memory; this
 // library finds it with dlopen(NCCL4GO_CUDA_LIBRARY, RTLD_NOLOAD).
@@ -121,6 +124,7 @@ static struct {
 	int nvml_dev; // -1: cudaDev+1
 	int gin_type, railed_gin_type, host_rma, lsa_teams, multimem;
 	int no_window, no_symmetric;
+	int win_disabled, cumem_disabled; // NCCL_WIN_ENABLE=0, NCCL_CUMEM_ENABLE=0
 	int log_fd;
 	int async_fail_init;
 	char async_fail[1024];
@@ -168,6 +172,8 @@ static void read_knobs(void) {
 	knob.multimem = env_int("FAKE_NCCL_MULTIMEM", 0);
 	knob.no_window = env_int("FAKE_NCCL_NO_WINDOW", 0) || env_int("NCCL_WIN_ENABLE", 1) == 0;
 	knob.no_symmetric = env_int("FAKE_NCCL_NO_SYMMETRIC", 0);
+	knob.win_disabled = env_int("NCCL_WIN_ENABLE", 1) == 0;
+	knob.cumem_disabled = env_int("NCCL_CUMEM_ENABLE", 1) == 0;
 	const char *log = getenv("FAKE_NCCL_LOG");
 	knob.log_fd = (log && *log) ? open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
 	copy_env(knob.async_fail, sizeof knob.async_fail, "FAKE_NCCL_ASYNC_FAIL");
@@ -2634,6 +2640,19 @@ static int gin_requested(const struct reqs *q, int v) {
 	       (v >= 23003 && q->worldGinBarrierCount > 0);
 }
 
+// symmetric_support is NCCL's comm->symmetricSupport, which
+// ncclDevCommCreate requires: symmetric memory turned on (NCCL_WIN_ENABLE)
+// over cuMem (NCCL_CUMEM_ENABLE), and, before 2.28.7, at least 2 ranks on
+// the node (2.27-2.28.3's ncclTransportCheckP2pType calls a node of one
+// rank not "all direct P2P"; every fake rank is on one node). The H200
+// showed the one-rank refusal on NCCL 2.28.3.
+static int symmetric_support(const struct comm *c) {
+	if (knob.no_symmetric || knob.win_disabled || knob.cumem_disabled) {
+		return 0;
+	}
+	return version() >= 22807 || c->nranks >= 2;
+}
+
 // ncclDevCommCreate writes rank, nRanks, lsaRank and lsaSize into the
 // device communicator in the layout its version calls for, when the
 // operation completes.
@@ -2713,7 +2732,7 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 						       "ncclDevCommRequirements_t"));
 		}
 	}
-	if (knob.no_symmetric) {
+	if (!symmetric_support(c)) {
 		return group_error_check(fail(ncclInvalidUsage, fn, "Communicator does not support symmetric memory!"));
 	}
 	if ((r = ensure_ready(c, fn)) != ncclSuccess) {
