@@ -13,7 +13,6 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
-	"github.com/nccl4go/nccl/internal/spin"
 	"github.com/nccl4go/nccl/rendezvous"
 )
 
@@ -115,7 +114,7 @@ type bench struct {
 	elt     uint64
 	total   uint64           // bytes one operation spans: the larger buffer
 	steps   uint64           // operations that fit in the buffers one after another
-	done    []bool           // syncStreams' scratch
+	wait    waitState        // syncStreams' arrays, one entry per rank
 	keepOps []*nccl.CustomOp // PreMulSum operators captured into a graph
 	keep    bool
 
@@ -303,6 +302,9 @@ func (b *bench) setup() (*Header, error) {
 		r.recvBuf = nccl.RawBuffer(r.recvAlloc, int(size), nccl.Uint8, int(r.dev))
 	}
 	if err := b.register(); err != nil {
+		return nil, err
+	}
+	if err := b.wait.init(b.ranks); err != nil {
 		return nil, err
 	}
 	if b.memFree, err = b.freeMemory(); err != nil {
@@ -892,57 +894,6 @@ func (b *bench) completeColl() error {
 		return nil
 	}
 	return b.syncStreams()
-}
-
-// syncStreams polls every stream until done, watching the communicators'
-// asynchronous errors, the timeout and the context (nccl-tests'
-// testStreamSynchronize).
-func (b *bench) syncStreams() error {
-	var start time.Time // of the wait, read once a stream is found busy
-	if cap(b.done) < len(b.ranks) {
-		b.done = make([]bool, len(b.ranks))
-	}
-	done := b.done[:len(b.ranks)]
-	clear(done)
-	remaining := len(b.ranks)
-	for remaining > 0 {
-		idle := true
-		for i, r := range b.ranks {
-			if done[i] {
-				continue
-			}
-			ok, err := r.stream.Done()
-			if err != nil {
-				return err
-			}
-			if ok {
-				done[i] = true
-				remaining--
-				idle = false
-				continue
-			}
-			if err := r.comm.AsyncError(); err != nil && !errors.Is(err, nccl.ErrInProgress) {
-				b.abort()
-				return err
-			}
-			if start.IsZero() {
-				start = time.Now()
-			}
-			if t := b.opts.Timeout; t > 0 && time.Since(start) > t {
-				b.abort()
-				host, _ := os.Hostname()
-				return fmt.Errorf("%w (%v) on %s", ErrTimeout, t, host)
-			}
-			if err := b.ctx.Err(); err != nil {
-				b.abort()
-				return err
-			}
-		}
-		if idle {
-			spin.Yield() // sched_yield, as nccl-tests' std::this_thread::yield: NCCL's proxy thread may share this core
-		}
-	}
-	return nil
 }
 
 func (b *bench) abort() {
