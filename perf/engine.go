@@ -13,7 +13,6 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
-	"github.com/nccl4go/nccl/internal/spin"
 	"github.com/nccl4go/nccl/rendezvous"
 )
 
@@ -115,7 +114,7 @@ type bench struct {
 	elt     uint64
 	total   uint64           // bytes one operation spans: the larger buffer
 	steps   uint64           // operations that fit in the buffers one after another
-	done    []bool           // syncStreams' scratch
+	wait    waitState        // syncStreams' arrays, one entry per rank
 	keepOps []*nccl.CustomOp // PreMulSum operators captured into a graph
 	keep    bool
 
@@ -303,6 +302,9 @@ func (b *bench) setup() (*Header, error) {
 		r.recvBuf = nccl.RawBuffer(r.recvAlloc, int(size), nccl.Uint8, int(r.dev))
 	}
 	if err := b.register(); err != nil {
+		return nil, err
+	}
+	if err := b.wait.init(b.ranks); err != nil {
 		return nil, err
 	}
 	if b.memFree, err = b.freeMemory(); err != nil {
@@ -610,6 +612,9 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 	var collOnly time.Duration
 	start := time.Now()
 	loop := func() error {
+		if o.AggIters <= 1 && o.Blocking == 0 && ev == nil && len(b.ranks) == 1 && !b.op.mulsum && b.cnt.param != 0 {
+			return b.plainLoop(inPlace)
+		}
 		// The offset of operation k is shiftOf(k); kept as a running
 		// count, so that the loop divides nothing.
 		step := uint64(0)
@@ -718,6 +723,37 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 		}
 	}
 	return b.finish(inPlace, cpu, elapsed, iterTimes)
+}
+
+// plainLoop is the timed loop's common case: one rank, one operation per
+// iteration, nothing to record or wait for in between. Per iteration it
+// does what nccl-tests' startColl does for one GPU (the next offset, the
+// NCCL call) and nothing else: the generic loop's per-iteration checks of
+// -m, -z and -I, and runColl's address arithmetic, are hoisted out of it.
+func (b *bench) plainLoop(inPlace bool) error {
+	r := b.ranks[0]
+	send, recv := r.send, r.recv
+	if inPlace {
+		send = recv + uintptr(b.cnt.sendInPlace*b.elt*uint64(r.rank))
+		recv += uintptr(b.cnt.recvInPlace * b.elt * uint64(r.rank))
+	}
+	k := int(b.coll.kind)
+	if k >= len(callers) || callers[k] == nil {
+		return fmt.Errorf("unknown test %q", b.coll.name)
+	}
+	fn := callers[k]
+	op, total, steps := b.op.op, uintptr(b.total), b.steps
+	step, shift := uint64(0), uintptr(0)
+	for range b.opts.Iters {
+		if err := fn(b, r, op, inPlace, send+shift, recv+shift); err != nil {
+			return err
+		}
+		shift += total
+		if step++; step == steps {
+			step, shift = 0, 0
+		}
+	}
+	return nil
 }
 
 // finish turns the timed loop's durations into a cell and checks the data.
@@ -894,61 +930,19 @@ func (b *bench) completeColl() error {
 	return b.syncStreams()
 }
 
-// syncStreams polls every stream until done, watching the communicators'
-// asynchronous errors, the timeout and the context (nccl-tests'
-// testStreamSynchronize).
-func (b *bench) syncStreams() error {
-	var start time.Time // of the wait, read once a stream is found busy
-	if cap(b.done) < len(b.ranks) {
-		b.done = make([]bool, len(b.ranks))
-	}
-	done := b.done[:len(b.ranks)]
-	clear(done)
-	remaining := len(b.ranks)
-	for remaining > 0 {
-		idle := true
-		for i, r := range b.ranks {
-			if done[i] {
-				continue
-			}
-			ok, err := r.stream.Done()
-			if err != nil {
-				return err
-			}
-			if ok {
-				done[i] = true
-				remaining--
-				idle = false
-				continue
-			}
-			if err := r.comm.AsyncError(); err != nil && !errors.Is(err, nccl.ErrInProgress) {
-				b.abort()
-				return err
-			}
-			if start.IsZero() {
-				start = time.Now()
-			}
-			if t := b.opts.Timeout; t > 0 && time.Since(start) > t {
-				b.abort()
-				host, _ := os.Hostname()
-				return fmt.Errorf("%w (%v) on %s", ErrTimeout, t, host)
-			}
-			if err := b.ctx.Err(); err != nil {
-				b.abort()
-				return err
-			}
-		}
-		if idle {
-			spin.Yield() // sched_yield, as nccl-tests' std::this_thread::yield: NCCL's proxy thread may share this core
-		}
-	}
-	return nil
-}
-
 func (b *bench) abort() {
 	for _, r := range b.ranks {
 		r.comm.Abort()
 	}
+}
+
+// sendOf is the allocation the send buffer lies in: the receive buffer's
+// in place.
+func (r *rankState) sendOf(inPlace bool) nccl.Buffer {
+	if inPlace {
+		return r.recvBuf
+	}
+	return r.sendBuf
 }
 
 // sub is count elements of the current type at p, inside base's
@@ -989,81 +983,126 @@ func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
 
 // call is the NCCL call of the test, on rank r's buffers at send and recv.
 func (b *bench) call(r *rankState, op nccl.RedOp, inPlace bool, send, recv uintptr) error {
-	count, n, elt := b.cnt.param, b.nranks, b.elt
-	c, s := r.comm, r.stream
-	sb, rb := r.sendBuf, r.recvBuf // the allocations the buffers lie in
-	if inPlace {
-		sb = rb
+	if k := int(b.coll.kind); k < len(callers) && callers[k] != nil {
+		return callers[k](b, r, op, inPlace, send, recv)
 	}
-	switch b.coll.kind {
-	case collAllReduce:
-		return c.AllReduce(b.sub(sb, send, count), b.sub(rb, recv, count), op, s)
-	case collAllGather:
-		return c.AllGather(b.sub(sb, send, count), b.sub(rb, recv, count*uint64(n)), s)
-	case collBroadcast:
-		return c.Broadcast(b.sub(sb, send, count), b.sub(rb, recv, count), b.root, s)
-	case collReduce:
-		return c.Reduce(b.sub(sb, send, count), b.sub(rb, recv, count), op, b.root, s)
-	case collReduceScatter:
-		return c.ReduceScatter(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count), op, s)
-	case collAllToAll:
+	return fmt.Errorf("unknown test %q", b.coll.name)
+}
+
+// callers are the tests' NCCL calls, by kind, on rank r's buffers at send
+// and recv. Each builds its buffers itself: passed down by value, two
+// buffers and the call's other arguments overflow the registers
+// (BenchmarkTimedLoop: about 20 ns per operation).
+var callers = [...]func(b *bench, r *rankState, op nccl.RedOp, inPlace bool, send, recv uintptr) error{
+	collAllReduce: func(b *bench, r *rankState, op nccl.RedOp, inPlace bool, send, recv uintptr) error {
+		count := b.cnt.param
+		return r.comm.AllReduce(b.sub(r.sendOf(inPlace), send, count), b.sub(r.recvBuf, recv, count), op, r.stream)
+	},
+	collAllGather: func(b *bench, r *rankState, _ nccl.RedOp, inPlace bool, send, recv uintptr) error {
+		count := b.cnt.param
+		return r.comm.AllGather(b.sub(r.sendOf(inPlace), send, count), b.sub(r.recvBuf, recv, count*uint64(b.nranks)), r.stream)
+	},
+	collBroadcast: func(b *bench, r *rankState, _ nccl.RedOp, inPlace bool, send, recv uintptr) error {
+		count := b.cnt.param
+		return r.comm.Broadcast(b.sub(r.sendOf(inPlace), send, count), b.sub(r.recvBuf, recv, count), b.root, r.stream)
+	},
+	collReduce: func(b *bench, r *rankState, op nccl.RedOp, inPlace bool, send, recv uintptr) error {
+		count := b.cnt.param
+		return r.comm.Reduce(b.sub(r.sendOf(inPlace), send, count), b.sub(r.recvBuf, recv, count), op, b.root, r.stream)
+	},
+	collReduceScatter: func(b *bench, r *rankState, op nccl.RedOp, inPlace bool, send, recv uintptr) error {
+		count := b.cnt.param
+		return r.comm.ReduceScatter(b.sub(r.sendOf(inPlace), send, count*uint64(b.nranks)), b.sub(r.recvBuf, recv, count), op, r.stream)
+	},
+	collAllToAll: func(b *bench, r *rankState, _ nccl.RedOp, inPlace bool, send, recv uintptr) error {
+		count, n := b.cnt.param, uint64(b.nranks)
 		switch {
 		case b.ncclVersion >= alltoallRelease && send != recv:
-			return c.AllToAll(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count*uint64(n)), s)
+			return r.comm.AllToAll(b.sub(r.sendOf(inPlace), send, count*n), b.sub(r.recvBuf, recv, count*n), r.stream)
 		case b.ncclVersion >= alltoallRelease:
-			return allToAllInPlace(c, send, count, b.dt.dt, s)
+			return allToAllInPlace(r.comm, send, count, b.dt.dt, r.stream)
 		}
-		// Before NCCL 2.28, nccl-tests' form: a group of sends and receives.
-		return nccl.Group(func() error {
-			for p := 0; p < n; p++ {
-				off := uintptr(uint64(p) * count * elt)
-				if err := c.Send(b.sub(sb, send+off, count), p, s); err != nil {
-					return err
-				}
-				if err := c.Recv(b.sub(rb, recv+off, count), p, s); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	case collGather:
-		return c.Gather(b.sub(sb, send, count), b.sub(rb, recv, count*uint64(n)), b.root, s)
-	case collScatter:
-		return c.Scatter(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count), b.root, s)
-	case collSendRecv:
-		return nccl.Group(func() error {
-			if err := c.Send(b.sub(sb, send, count), (r.rank+1)%n, s); err != nil {
+		return b.allToAllP2P(r, r.sendOf(inPlace), r.recvBuf, send, recv)
+	},
+	collGather: func(b *bench, r *rankState, _ nccl.RedOp, inPlace bool, send, recv uintptr) error {
+		count := b.cnt.param
+		return r.comm.Gather(b.sub(r.sendOf(inPlace), send, count), b.sub(r.recvBuf, recv, count*uint64(b.nranks)), b.root, r.stream)
+	},
+	collScatter: func(b *bench, r *rankState, _ nccl.RedOp, inPlace bool, send, recv uintptr) error {
+		count := b.cnt.param
+		return r.comm.Scatter(b.sub(r.sendOf(inPlace), send, count*uint64(b.nranks)), b.sub(r.recvBuf, recv, count), b.root, r.stream)
+	},
+	collSendRecv: func(b *bench, r *rankState, _ nccl.RedOp, inPlace bool, send, recv uintptr) error {
+		return b.sendRecv(r, r.sendOf(inPlace), r.recvBuf, send, recv)
+	},
+	collHypercube: func(b *bench, r *rankState, _ nccl.RedOp, inPlace bool, send, recv uintptr) error {
+		return b.hypercube(r, r.recvBuf, send, recv)
+	},
+	collAllToAllV: func(b *bench, r *rankState, _ nccl.RedOp, inPlace bool, send, recv uintptr) error {
+		return b.alltoallv(r, r.sendOf(inPlace), r.recvBuf, send, recv)
+	},
+}
+
+// The collectives made of several NCCL calls.
+
+// allToAllP2P is alltoall before NCCL 2.28, nccl-tests' form: a group of
+// sends and receives.
+func (b *bench) allToAllP2P(r *rankState, sb, rb nccl.Buffer, send, recv uintptr) error {
+	count, n, elt := b.cnt.param, b.nranks, b.elt
+	c, s := r.comm, r.stream
+	return nccl.Group(func() error {
+		for p := 0; p < n; p++ {
+			off := uintptr(uint64(p) * count * elt)
+			if err := c.Send(b.sub(sb, send+off, count), p, s); err != nil {
 				return err
 			}
-			return c.Recv(b.sub(rb, recv, count), (r.rank-1+n)%n, s)
-		})
-	case collAllToAllV:
-		return b.alltoallv(r, sb, rb, send, recv)
-	case collHypercube:
-		size := count * elt
-		if own := recv + uintptr(uint64(r.rank)*size); own != send {
-			dst := cuda.Wrap[uint8](own, int(size), r.dev)
-			if err := dst.CopyFromAsync(cuda.Wrap[uint8](send, int(size), r.dev), s); err != nil {
-				return err
-			}
-		}
-		for mask := 1; mask < n; mask <<= 1 {
-			lo := r.rank &^ (mask - 1)
-			hi := lo ^ mask
-			peer := r.rank ^ mask
-			err := nccl.Group(func() error {
-				if err := c.Send(b.sub(rb, recv+uintptr(uint64(lo)*size), count*uint64(mask)), peer, s); err != nil {
-					return err
-				}
-				return c.Recv(b.sub(rb, recv+uintptr(uint64(hi)*size), count*uint64(mask)), peer, s)
-			})
-			if err != nil {
+			if err := c.Recv(b.sub(rb, recv+off, count), p, s); err != nil {
 				return err
 			}
 		}
 		return nil
+	})
+}
+
+// sendRecv sends to the next rank and receives from the previous one.
+func (b *bench) sendRecv(r *rankState, sb, rb nccl.Buffer, send, recv uintptr) error {
+	count, n := b.cnt.param, b.nranks
+	c, s := r.comm, r.stream
+	return nccl.Group(func() error {
+		if err := c.Send(b.sub(sb, send, count), (r.rank+1)%n, s); err != nil {
+			return err
+		}
+		return c.Recv(b.sub(rb, recv, count), (r.rank-1+n)%n, s)
+	})
+}
+
+// hypercube is nccl-tests' hypercube all-gather: the own block copied in,
+// then log2(n) exchanges with the peer across each dimension.
+func (b *bench) hypercube(r *rankState, rb nccl.Buffer, send, recv uintptr) error {
+	count, n, elt := b.cnt.param, b.nranks, b.elt
+	c, s := r.comm, r.stream
+	size := count * elt
+	if own := recv + uintptr(uint64(r.rank)*size); own != send {
+		dst := cuda.Wrap[uint8](own, int(size), r.dev)
+		if err := dst.CopyFromAsync(cuda.Wrap[uint8](send, int(size), r.dev), s); err != nil {
+			return err
+		}
 	}
-	return fmt.Errorf("unknown test %q", b.coll.name)
+	for mask := 1; mask < n; mask <<= 1 {
+		lo := r.rank &^ (mask - 1)
+		hi := lo ^ mask
+		peer := r.rank ^ mask
+		err := nccl.Group(func() error {
+			if err := c.Send(b.sub(rb, recv+uintptr(uint64(lo)*size), count*uint64(mask)), peer, s); err != nil {
+				return err
+			}
+			return c.Recv(b.sub(rb, recv+uintptr(uint64(hi)*size), count*uint64(mask)), peer, s)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // newPreMulSum makes a PreMulSum operator of type dt with the factor v.

@@ -33,7 +33,7 @@ func BenchmarkTimedLoop(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	coll, _ := lookupTest(o.Test)
-	e := &bench{ctx: context.Background(), opts: o, coll: coll, world: w}
+	e := &bench{ctx: context.Background(), opts: o, coll: coll, world: w, comms: w.Comms}
 	defer e.free()
 	if _, err := e.setup(); err != nil {
 		b.Fatal(err)

@@ -28,6 +28,8 @@ package capi
 #cgo nocallback capi_ncclGetUniqueId
 #cgo noescape capi_ncclCommGetUniqueId
 #cgo nocallback capi_ncclCommGetUniqueId
+#cgo noescape capi_wait_streams
+#cgo nocallback capi_wait_streams
 #cgo noescape capi_ncclCommGetAsyncError
 #cgo nocallback capi_ncclCommGetAsyncError
 #cgo noescape capi_ncclCommCount
@@ -493,6 +495,32 @@ func WaitSignal(descs []WaitSignalDesc, comm, stream uintptr) Status {
 // BenchFloor is one cgo call to a C function that does nothing: the floor
 // under any call of the binding, for benchmarks.
 func BenchFloor() int32 { return int32(C.capi_bench_floor()) }
+
+// WaitStreams polls the streams not marked in done (cuStreamQuery in
+// context ctxs[i]), marking those found done; while one is busy it checks
+// comms[i] (ncclCommGetAsyncError; 0: none) and yields the core
+// (sched_yield), all inside one C call, until every stream is done
+// (WaitDone), sliceNs nanoseconds have passed (WaitSlice), a query failed
+// (WaitCUDA: code is the CUresult of stream which) or a communicator
+// reported an error (WaitNCCL: code is the ncclResult_t of comms[which]).
+// The four slices have the same length. Without cgo, kind is 0 and code
+// NotLoaded.
+func WaitStreams(ctxs, streams, comms []uintptr, done []byte, sliceNs int64) (kind, which int, code int32) {
+	n := len(streams)
+	if n == 0 {
+		return WaitDone, 0, 0
+	}
+	if WaitDone != C.CAPI_WAIT_DONE || WaitSlice != C.CAPI_WAIT_SLICE || WaitCUDA != C.CAPI_WAIT_CUDA || WaitNCCL != C.CAPI_WAIT_NCCL {
+		panic("capi: WaitStreams: the shim's CAPI_WAIT_ values differ from Go's")
+	}
+	if len(ctxs) != n || len(comms) != n || len(done) != n {
+		panic("capi: WaitStreams: slices of different lengths")
+	}
+	var w, c C.int
+	k := C.capi_wait_streams(C.int(n), (*C.uintptr_t)(unsafe.Pointer(&ctxs[0])), (*C.uintptr_t)(unsafe.Pointer(&streams[0])),
+		(*C.uintptr_t)(unsafe.Pointer(&comms[0])), (*C.uchar)(unsafe.Pointer(&done[0])), C.longlong(sliceNs), &w, &c)
+	return int(k), int(w), int32(c)
+}
 
 // BenchAllReduceLoop runs iters in-place all-reduces from a C loop: the
 // reference the Go call path is measured against.

@@ -1,9 +1,11 @@
 // nccl4go C shim: loading, symbol tables and trampolines. See shim.h.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "group.h"
 #include "shim.h"
@@ -435,6 +437,71 @@ static int set_ctx(uintptr_t ctx) {
 		return r;
 	}
 	return CUDA_FN(cuCtxSetCurrent)((void *)ctx);
+}
+
+// capi_wait_streams: see shim.h. One cgo crossing per slice instead of one
+// per query, error check and yield: on a core shared with NCCL's proxy
+// thread (ranks pinned one core each) every return to Go lets the Go
+// runtime's own threads run there too.
+int capi_wait_streams(int n, const uintptr_t *ctxs, const uintptr_t *streams, const uintptr_t *comms,
+		      unsigned char *done, long long slice_ns, int *which, int *code) {
+	capi_any_fn query = CUDA_FN(cuStreamQuery);
+	if (!query) {
+		*which = 0;
+		*code = cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+		return CAPI_WAIT_CUDA;
+	}
+	typedef int (*async_fn)(void *, int *);
+	async_fn async = (async_fn)nccl_syms[CAPI_SYM_ncclCommGetAsyncError];
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uintptr_t cur = 0;
+	for (;;) {
+		int busy = 0;
+		for (int i = 0; i < n; i++) {
+			if (done[i]) {
+				continue;
+			}
+			int r = 0;
+			if (ctxs[i] && ctxs[i] != cur) {
+				r = set_ctx(ctxs[i]);
+				cur = r ? 0 : ctxs[i];
+			}
+			if (!r) {
+				r = query((void *)streams[i]);
+			}
+			if (r == 0) {
+				done[i] = 1;
+				continue;
+			}
+			if (r != 600) { // CUDA_ERROR_NOT_READY
+				*which = i;
+				*code = r;
+				return CAPI_WAIT_CUDA;
+			}
+			busy++;
+			if (async && comms[i]) {
+				int state = 0;
+				int res = async((void *)comms[i], &state);
+				if (res == 0 && state != 0 && state != 7) { // ncclInProgress
+					res = state;
+				}
+				if (res != 0) {
+					*which = i;
+					*code = res;
+					return CAPI_WAIT_NCCL;
+				}
+			}
+		}
+		if (!busy) {
+			return CAPI_WAIT_DONE;
+		}
+		sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((long long)(t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) >= slice_ns) {
+			return CAPI_WAIT_SLICE;
+		}
+	}
 }
 
 #define CAPI_TRAMP_CUDA(name, params, args)                           \

@@ -456,6 +456,26 @@ capi_status capi_bench_allreduce_loop(uintptr_t buf, size_t count, int datatype,
 				      long iters);
 int capi_bench_floor(void);
 
+// capi_wait_streams is nccl-tests' testStreamSynchronize in one C call: it
+// polls the n streams not yet marked in done (cuStreamQuery, each with its
+// context ctxs[i] made current, 0: the thread's), marking those that are
+// done; while one is busy it asks its communicator comms[i] (0: none) for
+// an asynchronous error (ncclCommGetAsyncError; ncclInProgress is no
+// error), then gives the core away (sched_yield), until every stream is
+// done (CAPI_WAIT_DONE), slice_ns nanoseconds have passed (CAPI_WAIT_SLICE:
+// the caller checks its context and deadline and calls again), a query
+// fails (CAPI_WAIT_CUDA: *code is the CUresult, *which the stream) or a
+// communicator reports an error (CAPI_WAIT_NCCL: *code the ncclResult_t
+// of the call or the asynchronous state, *which the communicator).
+enum {
+	CAPI_WAIT_DONE = 1, // not 0: the !cgo stub's zero means nothing was waited for
+	CAPI_WAIT_SLICE = 2,
+	CAPI_WAIT_CUDA = 3,
+	CAPI_WAIT_NCCL = 4,
+};
+int capi_wait_streams(int n, const uintptr_t *ctxs, const uintptr_t *streams, const uintptr_t *comms,
+		      unsigned char *done, long long slice_ns, int *which, int *code);
+
 // ---------------------------------------------------------------------------
 // CUDA trampolines.
 #define CAPI_UNPAREN(...) __VA_ARGS__

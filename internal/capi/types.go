@@ -135,3 +135,13 @@ type Layout struct {
 	Size    uintptr
 	Offsets map[string]uintptr
 }
+
+// What WaitStreams returns: every stream done, the time slice used up, a
+// stream query failed, a communicator reported an error (the shim's
+// CAPI_WAIT_ values; 0 is none of them).
+const (
+	WaitDone  = 1
+	WaitSlice = 2
+	WaitCUDA  = 3
+	WaitNCCL  = 4
+)

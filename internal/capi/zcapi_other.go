@@ -278,6 +278,19 @@ func BenchFloor() int32 {
 	return NotLoaded
 }
 
+// WaitStreams polls the streams not marked in done (cuStreamQuery in
+// context ctxs[i]), marking those found done; while one is busy it checks
+// comms[i] (ncclCommGetAsyncError; 0: none) and yields the core
+// (sched_yield), all inside one C call, until every stream is done
+// (WaitDone), sliceNs nanoseconds have passed (WaitSlice), a query failed
+// (WaitCUDA: code is the CUresult of stream which) or a communicator
+// reported an error (WaitNCCL: code is the ncclResult_t of comms[which]).
+// The four slices have the same length. Without cgo, kind is 0 and code
+// NotLoaded.
+func WaitStreams(ctxs, streams, comms []uintptr, done []byte, sliceNs int64) (kind, which int, code int32) {
+	return *new(int), *new(int), NotLoaded
+}
+
 // BenchAllReduceLoop runs iters in-place all-reduces from a C loop: the
 // reference the Go call path is measured against.
 func BenchAllReduceLoop(buf uintptr, count uint64, dt int32, comm, stream uintptr, iters int) Status {

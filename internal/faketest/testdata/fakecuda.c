@@ -32,6 +32,11 @@
 //                      every event recorded on that stream later never
 //                      completes, as behind a kernel that never ends. Work
 //                      on a capturing stream is captured, not counted.
+//   FAKE_CUDA_STREAM_BUSY n: the work the fake NCCL enqueues on a stream
+//                      (as FAKE_CUDA_WORK_HANG counts it) keeps the stream busy
+//                      for the next n cuStreamQuery calls on it, which return
+//                      CUDA_ERROR_NOT_READY (a long operation: waits that poll);
+//                      cuStreamSynchronize waits it out at once.
 //   FAKE_CUDA_QUERY_HANG 1: cuEventQuery never returns (a wedged driver, for
 //                      the watchdog's heartbeat monitor).
 //   FAKE_CUDA_CAPTURE_RULES 1: the driver's stream-capture rules, as measured
@@ -719,6 +724,7 @@ static void event_on_stream_locked(struct event *e, void *stream, int device);
 struct stream {
 	int device;
 	int alive;
+	long busy; // FAKE_CUDA_STREAM_BUSY: cuStreamQuery calls left that return NOT_READY
 	struct stream *next;
 };
 
@@ -796,9 +802,45 @@ static int stream_wait(void *stream) {
 	return r;
 }
 
-EXPORT int cuStreamSynchronize(void *stream) { return stream_wait(stream); }
+// FAKE_CUDA_STREAM_BUSY (read at the first work noted); the legacy default
+// streams of all devices share one count.
+static long stream_busy = -1;
+static long legacy_busy;
 
-EXPORT int cuStreamQuery(void *stream) { return stream_wait(stream); }
+static long *busy_count_locked(void *stream) {
+	if (!stream) {
+		return &legacy_busy;
+	}
+	struct stream *s = lookup_stream_locked(stream);
+	return s ? &s->busy : NULL;
+}
+
+EXPORT int cuStreamSynchronize(void *stream) {
+	int r = stream_wait(stream);
+	if (r == CUDA_SUCCESS) {
+		pthread_mutex_lock(&mu);
+		long *b = busy_count_locked(stream);
+		if (b) {
+			*b = 0;
+		}
+		pthread_mutex_unlock(&mu);
+	}
+	return r;
+}
+
+EXPORT int cuStreamQuery(void *stream) {
+	int r = stream_wait(stream);
+	if (r == CUDA_SUCCESS) {
+		pthread_mutex_lock(&mu);
+		long *b = busy_count_locked(stream);
+		if (b && *b > 0) {
+			--*b;
+			r = CUDA_ERROR_NOT_READY;
+		}
+		pthread_mutex_unlock(&mu);
+	}
+	return r;
+}
 
 struct event {
 	int device;
@@ -1475,6 +1517,16 @@ static struct {
 } work_hang = {.after = -1};
 
 static void work_note_locked(void *stream, int device) {
+	if (stream_busy < 0) {
+		const char *b = getenv("FAKE_CUDA_STREAM_BUSY");
+		stream_busy = (b && *b) ? atol(b) : 0;
+	}
+	if (stream_busy > 0 && !capturing_locked(stream)) {
+		long *c = busy_count_locked(stream);
+		if (c) {
+			*c = stream_busy;
+		}
+	}
 	if (!work_hang.read) {
 		const char *s = getenv("FAKE_CUDA_WORK_HANG");
 		work_hang.after = (s && *s) ? atol(s) : -1;
