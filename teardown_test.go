@@ -120,20 +120,14 @@ func TestCreateRacingDestroy(t *testing.T) {
 	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_LSA_TEAMS=1"}}, func(t *testing.T) {
 		buf := nccl.BufferOf(mustMemAlloc[float32](t, 0, 1024))
 		for i := range 20000 {
-			id, err := nccl.NewUniqueID()
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := nccl.Init(1, 0, id, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := rawComm(t)
 			if _, err := c.TraceComm(); err != nil { // the slow first-use path, out of the race
 				t.Fatal(err)
 			}
 			var (
 				w    *nccl.Window
 				d    *nccl.DevComm
+				err  error
 				derr error
 			)
 			if i%2 == 0 {

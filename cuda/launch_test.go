@@ -17,12 +17,19 @@ var saxpyPTX []byte
 
 func loadSaxpy(t *testing.T, dev cuda.Device) (*cuda.Module, *cuda.Function) {
 	t.Helper()
-	m, err := dev.LoadModule(saxpyPTX)
+	return loadKernel(t, dev, saxpyPTX, "saxpy")
+}
+
+// loadKernel loads code on dev (unloaded when the test ends) and returns
+// the module and its kernel name.
+func loadKernel(t *testing.T, dev cuda.Device, code []byte, name string) (*cuda.Module, *cuda.Function) {
+	t.Helper()
+	m, err := dev.LoadModule(code)
 	if err != nil {
 		t.Fatalf("LoadModule: %v", err)
 	}
 	t.Cleanup(func() { m.Unload() })
-	f, err := m.Function("saxpy")
+	f, err := m.Function(name)
 	if err != nil {
 		t.Fatalf("Function: %v", err)
 	}
@@ -85,20 +92,12 @@ type pair struct{ X, Y float64 }
 func TestLaunchArgumentBytes(t *testing.T) {
 	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
 		dev := cuda.Device(0)
-		m, err := dev.LoadModule([]byte(echoModule))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Unload()
-		f, err := m.Function("echo")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, f := loadKernel(t, dev, []byte(echoModule), "echo")
 		out, _ := cuda.Alloc[uint8](dev, 80)
 		defer out.Free()
 		out.Memset(0)
 		h := cuda.Float16From(1.5)
-		err = f.Launch(cuda.Stream{}, cuda.LaunchConfig{Grid: cuda.Dim(1), Block: cuda.Dim(1)},
+		err := f.Launch(cuda.Stream{}, cuda.LaunchConfig{Grid: cuda.Dim(1), Block: cuda.Dim(1)},
 			out, int32(-7), true, 2.25, h, triple{A: 5, B: 0.5, C: 9}, uintptr(0xdead), pair{1, -2})
 		if err != nil {
 			t.Fatalf("Launch: %v", err)
@@ -311,12 +310,7 @@ func TestLaunchAttributesAndOccupancy(t *testing.T) {
 func TestLaunchCapture(t *testing.T) {
 	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
 		dev := cuda.Device(0)
-		m, err := dev.LoadModule([]byte(echoModule))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Unload()
-		f, _ := m.Function("count")
+		_, f := loadKernel(t, dev, []byte(echoModule), "count")
 		counter, _ := cuda.AllocFrom(dev, []int32{0})
 		defer counter.Free()
 		s, _ := dev.NewStream()

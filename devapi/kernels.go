@@ -67,12 +67,7 @@ func (k *Kernels) Module() *cuda.Module { return k.mod }
 // (DevCommRequirements.LSABarrierCount). send and recv must not overlap.
 func (k *Kernels) AllReduceSum(s cuda.Stream, send *nccl.Window, sendOffset uint64, recv *nccl.Window, recvOffset uint64,
 	count int, dc *nccl.DevComm, blocks, threads int) error {
-	if blocks <= 0 || threads <= 0 || count < 0 {
-		return &cuda.ArgError{Op: "AllReduceSum", Arg: "blocks, threads, count",
-			Reason: fmt.Sprintf("%d, %d, %d", blocks, threads, count)}
-	}
-	return k.allReduce.Launch(s, cuda.LaunchConfig{Grid: cuda.Dim(blocks), Block: cuda.Dim(threads)},
-		send, sendOffset, recv, recvOffset, uint64(count), dc)
+	return launchWindows(k.allReduce, "AllReduceSum", s, send, sendOffset, recv, recvOffset, count, dc, blocks, threads)
 }
 
 // AllGather launches, on s, this rank's part of an all-gather of count
@@ -81,11 +76,18 @@ func (k *Kernels) AllReduceSum(s cuda.Stream, send *nccl.Window, sendOffset uint
 // (at recvOffset), through LSA memory. The rules of AllReduceSum apply.
 func (k *Kernels) AllGather(s cuda.Stream, send *nccl.Window, sendOffset uint64, recv *nccl.Window, recvOffset uint64,
 	count int, dc *nccl.DevComm, blocks, threads int) error {
+	return launchWindows(k.allGather, "AllGather", s, send, sendOffset, recv, recvOffset, count, dc, blocks, threads)
+}
+
+// launchWindows checks the launch shape and launches f, a kernel from
+// send's window to recv's (AllReduceSum, AllGather: op names it in errors).
+func launchWindows(f *cuda.Function, op string, s cuda.Stream, send *nccl.Window, sendOffset uint64, recv *nccl.Window, recvOffset uint64,
+	count int, dc *nccl.DevComm, blocks, threads int) error {
 	if blocks <= 0 || threads <= 0 || count < 0 {
-		return &cuda.ArgError{Op: "AllGather", Arg: "blocks, threads, count",
+		return &cuda.ArgError{Op: op, Arg: "blocks, threads, count",
 			Reason: fmt.Sprintf("%d, %d, %d", blocks, threads, count)}
 	}
-	return k.allGather.Launch(s, cuda.LaunchConfig{Grid: cuda.Dim(blocks), Block: cuda.Dim(threads)},
+	return f.Launch(s, cuda.LaunchConfig{Grid: cuda.Dim(blocks), Block: cuda.Dim(threads)},
 		send, sendOffset, recv, recvOffset, uint64(count), dc)
 }
 

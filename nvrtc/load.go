@@ -72,23 +72,24 @@ func Load(path string) error {
 }
 
 func ensureNVRTC() error {
-	rtcLib.mu.Lock()
-	defer rtcLib.mu.Unlock()
-	if !rtcLib.done {
-		rtcLib.done = true
-		rtcLib.err = tryLoad("NVRTC", LibraryEnv, candidates(LibraryEnv, "libnvrtc.so", "cuda_nvrtc"), capi.LoadNVRTC)
-	}
-	return rtcLib.err
+	return rtcLib.ensure("NVRTC", LibraryEnv, "libnvrtc.so", "cuda_nvrtc", capi.LoadNVRTC)
 }
 
 func ensureLink() error {
-	linkLib.mu.Lock()
-	defer linkLib.mu.Unlock()
-	if !linkLib.done {
-		linkLib.done = true
-		linkLib.err = tryLoad("nvJitLink", LinkLibraryEnv, candidates(LinkLibraryEnv, "libnvJitLink.so", "nvjitlink"), capi.LoadNvJitLink)
+	return linkLib.ensure("nvJitLink", LinkLibraryEnv, "libnvJitLink.so", "nvjitlink", capi.LoadNvJitLink)
+}
+
+// ensure loads library name once (by tryLoad, from the candidates for
+// env, the library file base and pip's directory pipDir) and returns the
+// outcome of that first attempt, or of Load.
+func (l *loader) ensure(name, env, base, pipDir string, load func(string) (string, bool)) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.done = true
+		l.err = tryLoad(name, env, candidates(env, base, pipDir), load)
 	}
-	return linkLib.err
+	return l.err
 }
 
 func tryLoad(name, env string, paths []string, load func(string) (string, bool)) error {

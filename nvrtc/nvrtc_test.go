@@ -47,23 +47,7 @@ func TestCompileAndLaunch(t *testing.T) {
 		if !strings.Contains(code, "define A\ndefine B=2\n") {
 			t.Errorf("defines not passed in name order: %q", code)
 		}
-		m, err := cuda.Device(1).LoadModule(r.Code)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Unload()
-		f, err := m.Function("saxpy")
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, _ := cuda.AllocFrom(1, []float32{1, 2, 3})
-		y, _ := cuda.AllocFrom(1, []float32{10, 20, 30})
-		defer x.Free()
-		defer y.Free()
-		if err := f.Launch(cuda.Stream{}, cuda.LaunchConfig{Grid: cuda.Dim(1), Block: cuda.Dim(32)}, float32(2), x, y, int32(3)); err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := y.ToHost(); got[0] != 12 || got[1] != 24 || got[2] != 36 {
+		if got := runSaxpy(t, cuda.Device(1), r.Code, 2, []float32{1, 2, 3}, []float32{10, 20, 30}, 32); got[0] != 12 || got[1] != 24 || got[2] != 36 {
 			t.Errorf("saxpy compiled from a Go string: %v, want [12 24 36]", got)
 		}
 		p, err := nvrtc.Compile(saxpySrc, nvrtc.Options{Arch: "compute_90", Output: nvrtc.PTX})

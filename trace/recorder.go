@@ -467,23 +467,45 @@ func (c *Comm) Unwatch(ref Ref) { c.setWatched(ref, updUnwatched) }
 // setWatched marks ref's entry with bit (updWatched or updUnwatched) in
 // its update part, as update takes it.
 func (c *Comm) setWatched(ref Ref, bit uint64) {
-	if ref.ticket == 0 {
+	s := c.slotOf(ref)
+	if s == nil {
 		return
+	}
+	u, ok := s.lockUpdate(ref.ticket)
+	if !ok {
+		return
+	}
+	store(&s.upd, ref.ticket<<updShift|u&(updState|updGPU)|bit)
+}
+
+// slotOf is the slot of ref's entry, or nil for a zero ref, a
+// communicator without a ring, or an entry the ring has overwritten.
+func (c *Comm) slotOf(ref Ref) *slot {
+	if ref.ticket == 0 {
+		return nil
 	}
 	rg := c.ring.Load()
 	if rg == nil {
-		return
+		return nil
 	}
 	s := &rg.slots[(ref.ticket-1)&rg.mask]
 	if v := s.ver.Load(); v>>1 > ref.ticket {
-		return // overwritten
+		return nil // overwritten
 	}
-	var u uint64
+	return s
+}
+
+// lockUpdate takes s's update part for the entry of ticket (setting
+// updBusy; the caller releases it by storing upd) and returns the update
+// word as it was: the entry's progress so far, or 0 when the words held
+// an older entry's progress, which it clears. ok is false, and nothing is
+// taken, when a newer entry's progress is there.
+func (s *slot) lockUpdate(ticket uint64) (u uint64, ok bool) {
 	var bo spin.Backoff
 	for spins := 0; ; spins++ {
 		u = s.upd.Load()
-		if u>>updShift > ref.ticket {
-			return // a newer entry's progress
+		if u>>updShift > ticket {
+			return 0, false // a newer entry's progress
 		}
 		if u&updBusy == 0 && s.upd.CompareAndSwap(u, u|updBusy) {
 			break
@@ -492,14 +514,14 @@ func (c *Comm) setWatched(ref Ref, bit uint64) {
 			bo.Wait()
 		}
 	}
-	if u>>updShift != ref.ticket {
+	if u>>updShift != ticket {
 		// The words hold an older entry's progress: start afresh.
-		u = 0
 		put(&s.u[uStart], 0)
 		put(&s.u[uEnd], 0)
 		put(&s.u[uGPU], 0)
+		return 0, true
 	}
-	store(&s.upd, ref.ticket<<updShift|u&(updState|updGPU)|bit)
+	return u, true
 }
 
 // Start notes that the GPU began the operation ref refers to (for the
@@ -526,16 +548,9 @@ func (c *Comm) CompleteIn(ref Ref, d time.Duration) {
 // dump, which copies the entries before it reads the counters, never shows
 // a state beyond them.
 func (c *Comm) update(ref Ref, st State, d time.Duration, gpu bool) {
-	if ref.ticket == 0 {
+	s := c.slotOf(ref)
+	if s == nil {
 		return
-	}
-	rg := c.ring.Load()
-	if rg == nil {
-		return
-	}
-	s := &rg.slots[(ref.ticket-1)&rg.mask]
-	if v := s.ver.Load(); v>>1 > ref.ticket {
-		return // overwritten
 	}
 	// The meta word says whether the entry is a collective; it is read
 	// under the record part's seqlock.
@@ -550,30 +565,11 @@ func (c *Comm) update(ref Ref, st State, d time.Duration, gpu bool) {
 		}
 	}
 	now := clk.read()
-	var u uint64
-	var bo spin.Backoff
-	for spins := 0; ; spins++ {
-		u = s.upd.Load()
-		if u>>updShift > ref.ticket {
-			return // a newer entry's progress
-		}
-		if u&updBusy == 0 && s.upd.CompareAndSwap(u, u|updBusy) {
-			break
-		}
-		if spins > 8 {
-			bo.Wait()
-		}
+	u, ok := s.lockUpdate(ref.ticket)
+	if !ok {
+		return
 	}
-	cur := Enqueued
-	if u>>updShift == ref.ticket {
-		cur = State(u & updState >> 2)
-	} else {
-		// The words hold an older entry's progress: start afresh.
-		u = 0
-		put(&s.u[uStart], 0)
-		put(&s.u[uEnd], 0)
-		put(&s.u[uGPU], 0)
-	}
+	cur := State(u & updState >> 2) // Enqueued for an entry without progress (u 0)
 	next := ref.ticket<<updShift | uint64(max(cur, st))<<2 | u&(updGPU|updWatched|updUnwatched)
 	switch {
 	case st == Started && cur < Started:

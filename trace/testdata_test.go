@@ -38,14 +38,7 @@ func TestHangTestdata(t *testing.T) {
 	if err != nil || len(files) != 4 {
 		t.Fatalf("testdata/hang holds %v (%v); run go test -run TestHangTestdata -update", files, err)
 	}
-	var ds []*Dump
-	for _, f := range files {
-		d, err := ReadDumpFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds = append(ds, d)
-	}
+	ds := readDumpFiles(t, files)
 	rep := Analyze(ds)
 	if rep.Comms[0].Name != "world" || rep.Comms[0].Verdict != VerdictBehind {
 		t.Fatalf("report:\n%s", rep)

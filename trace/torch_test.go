@@ -162,9 +162,9 @@ func unpickle(b []byte) (any, error) {
 			}
 		case 0x94: // MEMOIZE
 			memo[len(memo)] = stack[len(stack)-1]
-		case 'q', 'r':
+		case 'q', 'r', 'h', 'j': // BINPUT, LONG_BINPUT, BINGET, LONG_BINGET
 			n := 1
-			if op == 'r' {
+			if op == 'r' || op == 'j' {
 				n = 4
 			}
 			s, err := need(n)
@@ -175,21 +175,11 @@ func unpickle(b []byte) (any, error) {
 			if n == 4 {
 				k = int(binary.LittleEndian.Uint32(s))
 			}
-			memo[k] = stack[len(stack)-1]
-		case 'h', 'j':
-			n := 1
-			if op == 'j' {
-				n = 4
+			if op == 'q' || op == 'r' {
+				memo[k] = stack[len(stack)-1]
+			} else {
+				stack = append(stack, memo[k])
 			}
-			s, err := need(n)
-			if err != nil {
-				return nil, err
-			}
-			k := int(s[0])
-			if n == 4 {
-				k = int(binary.LittleEndian.Uint32(s))
-			}
-			stack = append(stack, memo[k])
 		default:
 			return nil, fmt.Errorf("opcode %#x at %d not supported", op, i-1)
 		}
@@ -199,14 +189,9 @@ func unpickle(b []byte) (any, error) {
 
 type tuple []any
 
-// hangDumps reads testdata/hang: "world" of 4 ranks, rank 2 stuck in a
-// Send on "pp" (a communicator of 2 whose other rank left no dump).
-func hangDumps(t *testing.T) []*Dump {
+// readDumpFiles reads the dumps at files, ending the test on any error.
+func readDumpFiles(t *testing.T, files []string) []*Dump {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "hang", "nccl4go-trace-*.json"))
-	if err != nil || len(files) != 4 {
-		t.Fatalf("testdata/hang: %v %v", files, err)
-	}
 	var ds []*Dump
 	for _, f := range files {
 		d, err := ReadDumpFile(f)
@@ -216,6 +201,17 @@ func hangDumps(t *testing.T) []*Dump {
 		ds = append(ds, d)
 	}
 	return ds
+}
+
+// hangDumps reads testdata/hang: "world" of 4 ranks, rank 2 stuck in a
+// Send on "pp" (a communicator of 2 whose other rank left no dump).
+func hangDumps(t *testing.T) []*Dump {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "hang", "nccl4go-trace-*.json"))
+	if err != nil || len(files) != 4 {
+		t.Fatalf("testdata/hang: %v %v", files, err)
+	}
+	return readDumpFiles(t, files)
 }
 
 // torchEntryKeys are the keys of an entry PyTorch's analyzer reads
@@ -497,14 +493,7 @@ func TestTorchGolden(t *testing.T) {
 	if err != nil || len(goFiles) == 0 {
 		t.Fatalf("no Go dumps in %s/go: %v", torchGolden, err)
 	}
-	var ds []*Dump
-	for _, f := range goFiles {
-		d, err := ReadDumpFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds = append(ds, d)
-	}
+	ds := readDumpFiles(t, goFiles)
 	files, err := ExportTorch(ds)
 	if err != nil {
 		t.Fatal(err)

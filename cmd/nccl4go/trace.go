@@ -61,26 +61,17 @@ func runTraceAnalyze(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	var dumps []*trace.Dump
 	var skipped []string
-	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return err
+	dumps, err := readDumps(ctx, paths, func(path string, err error) {
+		why := err.Error()
+		if de := (*trace.DumpError)(nil); errors.As(err, &de) {
+			why = de.Err.Error()
 		}
-		d, err := trace.ReadDumpFile(p.path)
-		if err != nil {
-			if p.named {
-				return err
-			}
-			why := err.Error()
-			if de := (*trace.DumpError)(nil); errors.As(err, &de) {
-				why = de.Err.Error()
-			}
-			fmt.Fprintf(stderr, "nccl4go trace analyze: skipping %s: %s\n", p.path, why)
-			skipped = append(skipped, fmt.Sprintf("skipped %s, which cannot be read: %s", p.path, why))
-			continue
-		}
-		dumps = append(dumps, d)
+		fmt.Fprintf(stderr, "nccl4go trace analyze: skipping %s: %s\n", path, why)
+		skipped = append(skipped, fmt.Sprintf("skipped %s, which cannot be read: %s", path, why))
+	})
+	if err != nil {
+		return err
 	}
 	if len(dumps) == 0 {
 		return fmt.Errorf("trace analyze: no readable dump (%d skipped)", len(skipped))
@@ -142,4 +133,26 @@ func dumpPaths(args []string) ([]dumpPath, error) {
 		return 1
 	})
 	return slices.CompactFunc(paths, func(a, b dumpPath) bool { return a.path == b.path }), nil
+}
+
+// readDumps reads the dumps at paths in order, checking ctx before each.
+// A dump named on the command line that cannot be read is an error; one
+// found in a directory is skipped, and skip is told its path and error.
+func readDumps(ctx context.Context, paths []dumpPath, skip func(path string, err error)) ([]*trace.Dump, error) {
+	var dumps []*trace.Dump
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		d, err := trace.ReadDumpFile(p.path)
+		if err != nil {
+			if p.named {
+				return nil, err
+			}
+			skip(p.path, err)
+			continue
+		}
+		dumps = append(dumps, d)
+	}
+	return dumps, nil
 }

@@ -42,22 +42,13 @@ func runTraceExport(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	var dumps []*trace.Dump
-	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		d, err := trace.ReadDumpFile(p.path)
-		if err != nil {
-			if p.named {
-				return err
-			}
-			// As trace analyze does: a bad dump found in a directory is
-			// skipped and named; the others are exported.
-			fmt.Fprintf(stderr, "trace export: skipping %s: %v\n", p.path, err)
-			continue
-		}
-		dumps = append(dumps, d)
+	// As trace analyze does: a bad dump found in a directory is skipped and
+	// named; the others are exported.
+	dumps, err := readDumps(ctx, paths, func(path string, err error) {
+		fmt.Fprintf(stderr, "trace export: skipping %s: %v\n", path, err)
+	})
+	if err != nil {
+		return err
 	}
 	written, err := trace.WriteTorchDir(*out, *prefix, dumps)
 	for _, w := range written {

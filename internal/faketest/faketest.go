@@ -329,14 +329,7 @@ func Libraries(t testing.TB, env Env) (ncclPath, cudaPath string) {
 		}
 		variant = "nccl-" + strconv.Itoa(r)
 	}
-	var err error
-	if ncclPath, err = library(variant); err != nil {
-		t.Fatalf("faketest: building the fake NCCL: %v", err)
-	}
-	if cudaPath, err = library("cuda"); err != nil {
-		t.Fatalf("faketest: building the fake CUDA driver: %v", err)
-	}
-	return ncclPath, cudaPath
+	return mustLibrary(t, variant, "NCCL"), mustLibrary(t, "cuda", "CUDA driver")
 }
 
 // builds holds one sync.OnceValues per variant.

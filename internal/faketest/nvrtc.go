@@ -7,11 +7,7 @@ import "testing"
 // with NCCL4GO_NVRTC_LIBRARY in Env.Extra.
 func NVRTCLibrary(t testing.TB) string {
 	t.Helper()
-	p, err := library("nvrtc")
-	if err != nil {
-		t.Fatalf("faketest: building the fake NVRTC: %v", err)
-	}
-	return p
+	return mustLibrary(t, "nvrtc", "NVRTC")
 }
 
 // NvJitLinkLibrary builds (or finds in the cache) the fake nvJitLink
@@ -19,9 +15,16 @@ func NVRTCLibrary(t testing.TB) string {
 // it with NCCL4GO_NVJITLINK_LIBRARY in Env.Extra.
 func NvJitLinkLibrary(t testing.TB) string {
 	t.Helper()
-	p, err := library("nvjitlink")
+	return mustLibrary(t, "nvjitlink", "nvJitLink")
+}
+
+// mustLibrary is library(variant), ending the test when the fake (what
+// names it in the message) cannot be built.
+func mustLibrary(t testing.TB, variant, what string) string {
+	t.Helper()
+	p, err := library(variant)
 	if err != nil {
-		t.Fatalf("faketest: building the fake nvJitLink: %v", err)
+		t.Fatalf("faketest: building the fake %s: %v", what, err)
 	}
 	return p
 }

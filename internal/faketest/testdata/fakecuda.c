@@ -857,6 +857,7 @@ static struct event *events;
 // FAKE_CUDA_EVENT_HANG (defined at the end of the file; mu held).
 static void event_hang_note_locked(struct event *e);
 static int event_hung_locked(struct event *e);
+static void event_hang_add_locked(struct event *e);
 
 enum { EVENT_DISABLE_TIMING = 0x2, EVENT_FLAGS = 0x1 | 0x2 | 0x4 };
 
@@ -1477,7 +1478,15 @@ static void event_hang_note_locked(struct event *e) {
 		event_hang.after = (s && *s) ? atol(s) : -1;
 		event_hang.read = 1;
 	}
-	if (event_hang.after < 0 || ++event_hang.records <= event_hang.after || event_hung_locked(e)) {
+	if (event_hang.after < 0 || ++event_hang.records <= event_hang.after) {
+		return;
+	}
+	event_hang_add_locked(e);
+}
+
+// event_hang_add_locked makes e a hung event, once.
+static void event_hang_add_locked(struct event *e) {
+	if (event_hung_locked(e)) {
 		return;
 	}
 	if (event_hang.n == event_hang.cap) {
@@ -1550,19 +1559,7 @@ static void work_note_locked(void *stream, int device) {
 static void event_on_stream_locked(struct event *e, void *stream, int device) {
 	for (int i = 0; i < work_hang.n; i++) {
 		if (work_hang.hung[i].stream == stream) {
-			if (event_hung_locked(e)) {
-				return;
-			}
-			if (event_hang.n == event_hang.cap) {
-				size_t cap = event_hang.cap ? 2 * event_hang.cap : 16;
-				struct event **p = realloc(event_hang.hung, cap * sizeof *p);
-				if (!p) {
-					return;
-				}
-				event_hang.hung = p;
-				event_hang.cap = cap;
-			}
-			event_hang.hung[event_hang.n++] = e;
+			event_hang_add_locked(e);
 			return;
 		}
 	}
