@@ -366,10 +366,16 @@ func putArg(dst []byte, a any, dev Device) (int, error) {
 	case nil:
 		return 0, argReason("nil argument")
 	case KernelArg:
+		// Its own checks first: a nil or closed one says so (its
+		// Device would read -1).
+		n, err := v.PutKernelArg(dst)
+		if err != nil {
+			return n, err
+		}
 		if d, ok := a.(deviceArg); ok && d.Device() != dev {
 			return 0, argReason(fmt.Sprintf("memory on %s, the kernel's module on %s", d.Device(), dev))
 		}
-		return v.PutKernelArg(dst)
+		return n, nil
 	}
 	return putPlain(dst, a)
 }
