@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nccl4go/nccl/internal/faketest"
@@ -83,6 +84,43 @@ func TestLinkTooManyInputs(t *testing.T) {
 		var oe *nvrtc.OptionError
 		if _, err := nvrtc.Link("sm_90", in); !errors.As(err, &oe) {
 			t.Errorf("Link of %d inputs = %v, want *OptionError", len(in), err)
+		}
+	})
+}
+
+// TestLibraryMissingListsEveryPath: with no NCCL4GO_NVRTC_LIBRARY, the
+// error of a machine where no NVRTC loads names every path tried: both
+// sonames, the toolkit's lib64 (CUDA_HOME) and pip's wheel directory
+// (VIRTUAL_ENV), each with why it failed (README: "the error lists every
+// path tried").
+func TestLibraryMissingListsEveryPath(t *testing.T) {
+	var venv, cudaHome string
+	if !faketest.InChild() {
+		venv, cudaHome = t.TempDir(), t.TempDir()
+		pip := filepath.Join(venv, "lib", "python3.12", "site-packages", "nvidia", "cuda_nvrtc", "lib")
+		for _, d := range []string{pip, filepath.Join(cudaHome, "lib64")} {
+			os.MkdirAll(d, 0o755)
+		}
+		os.WriteFile(filepath.Join(pip, "libnvrtc.so.13"), []byte("not a library"), 0o644)
+		os.WriteFile(filepath.Join(cudaHome, "lib64", "libnvrtc.so.12"), []byte("not a library"), 0o644)
+	}
+	env := faketest.Env{Extra: []string{"NCCL4GO_NVRTC_LIBRARY=", "VIRTUAL_ENV=" + venv, "CUDA_HOME=" + cudaHome, "CUDA_PATH="}}
+	faketest.Run(t, env, func(t *testing.T) {
+		_, err := nvrtc.Compile(saxpySrc, nvrtc.Options{Arch: "sm_90"})
+		if err == nil {
+			t.Skip("an NVRTC loads on this machine from the loader's path: the error cannot be seen here")
+		}
+		var le *nvrtc.LoadError
+		if !errors.As(err, &le) {
+			t.Fatalf("Compile = %v, want a *LoadError", err)
+		}
+		msg := err.Error()
+		for _, want := range []string{"libnvrtc.so.13 (", "libnvrtc.so.12 (",
+			filepath.Join(os.Getenv("CUDA_HOME"), "lib64", "libnvrtc.so.12"),
+			filepath.Join(os.Getenv("VIRTUAL_ENV"), "lib", "python3.12", "site-packages", "nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.13")} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("the error does not name %q:\n%s", want, msg)
+			}
 		}
 	})
 }
