@@ -9,6 +9,7 @@ import (
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/devapi"
 	"github.com/nccl4go/nccl/internal/faketest"
+	"github.com/nccl4go/nccl/nvrtc"
 )
 
 // TestNilKernels: a nil *Kernels (what a failed Load returns) and the zero
@@ -70,4 +71,19 @@ func TestNilWindowArgument(t *testing.T) {
 			t.Errorf("second Close = %v, want ErrClosed", err)
 		}
 	})
+}
+
+// TestUnknownCompiler: a Compiler outside Auto, NVRTC and NVCC names
+// itself without a panic, and Compile refuses it (it was compiled as Auto).
+func TestUnknownCompiler(t *testing.T) {
+	if s := devapi.Compiler(7).String(); s != "Compiler(7)" {
+		t.Errorf("Compiler(7).String() = %q", s)
+	}
+	if s := devapi.Compiler(-1).String(); s != "Compiler(-1)" {
+		t.Errorf("Compiler(-1).String() = %q", s)
+	}
+	var oe *nvrtc.OptionError
+	if _, err := devapi.Compile("", devapi.Options{Compiler: 7}); !errors.As(err, &oe) || !strings.Contains(err.Error(), "Compiler(7)") {
+		t.Errorf("Compile with Compiler(7) = %v, want an *nvrtc.OptionError naming it", err)
+	}
 }
