@@ -2,6 +2,8 @@ package watchdog_test
 
 import (
 	"errors"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,4 +76,33 @@ func TestWatchBadOptions(t *testing.T) {
 			t.Error("Done not closed after Stop")
 		}
 	})
+}
+
+// TestHeartbeatHonoursNoDump: Options.NoDump turns the dump off, the
+// heartbeat monitor's included (it dumped to os.TempDir anyway).
+func TestHeartbeatHonoursNoDump(t *testing.T) {
+	if os.Getenv(envExitChild) != "" {
+		func() {
+			c := oneRank(t, nil)
+			buf := floats(t, 4)
+			_, err := watchdog.Watch(c, &watchdog.Options{Timeout: time.Minute, PollInterval: 2 * time.Millisecond, NoDump: true,
+				ExitCode: 44, Heartbeat: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Second)
+			t.Fatal("still running")
+		}()
+		return
+	}
+	code, out := runExitChild(t, "TestHeartbeatHonoursNoDump", "FAKE_CUDA_QUERY_HANG=1")
+	if code != 44 || !strings.Contains(out, "watchdog: heartbeat monitor:") {
+		t.Fatalf("child exit status %d, output:\n%s", code, out)
+	}
+	if strings.Contains(out, "flight recorder dumped") {
+		t.Errorf("NoDump, yet the heartbeat monitor dumped:\n%s", out)
+	}
 }
