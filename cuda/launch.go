@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sync"
 	"unsafe"
@@ -36,6 +37,9 @@ func (f *Function) Handle() uintptr { return f.h }
 // whether the driver reported them (cuFuncGetParamInfo, CUDA 12.4). Where
 // it did, Launch checks each argument's size against them.
 func (f *Function) ParamSizes() ([]int, bool) {
+	if f == nil {
+		return nil, false
+	}
 	out := make([]int, len(f.params))
 	for i, s := range f.params {
 		out[i] = int(s)
@@ -58,6 +62,9 @@ const (
 func (f *Function) use(op string) error {
 	if f == nil {
 		return &ArgError{Op: op, Arg: "function", Reason: "nil"}
+	}
+	if f.mod == nil {
+		return &ArgError{Op: op, Arg: "function", Reason: "the zero Function: get one from Module.Function"}
 	}
 	if f.mod.unloaded.Load() {
 		return closedError(op, "module unloaded")
@@ -106,8 +113,10 @@ func (f *Function) MaxActiveBlocksPerMultiprocessor(blockSize, dynamicSharedByte
 // Dim3 is a grid, block or cluster size. A zero Y or Z counts as 1.
 type Dim3 struct{ X, Y, Z uint32 }
 
-// Dim is Dim3{x, 1, 1}.
-func Dim(x int) Dim3 { return Dim3{X: uint32(max(x, 0)), Y: 1, Z: 1} }
+// Dim is Dim3{x, 1, 1}. A negative x is 0, which Launch refuses; one past
+// what a uint32 holds is math.MaxUint32, which the driver refuses (it is
+// never wrapped to a small size).
+func Dim(x int) Dim3 { return Dim3{X: uint32(min(max(x, 0), math.MaxUint32)), Y: 1, Z: 1} }
 
 func (d Dim3) fill() [3]uint32 {
 	return [3]uint32{d.X, max(d.Y, 1), max(d.Z, 1)}
@@ -357,10 +366,16 @@ func putArg(dst []byte, a any, dev Device) (int, error) {
 	case nil:
 		return 0, argReason("nil argument")
 	case KernelArg:
+		// Its own checks first: a nil or closed one says so (its
+		// Device would read -1).
+		n, err := v.PutKernelArg(dst)
+		if err != nil {
+			return n, err
+		}
 		if d, ok := a.(deviceArg); ok && d.Device() != dev {
 			return 0, argReason(fmt.Sprintf("memory on %s, the kernel's module on %s", d.Device(), dev))
 		}
-		return v.PutKernelArg(dst)
+		return n, nil
 	}
 	return putPlain(dst, a)
 }
@@ -387,6 +402,9 @@ func putPlain(dst []byte, a any) (int, error) {
 		plainTypes.Store(t, plain)
 	}
 	if !plain.(bool) {
+		if hasGoInt(t) {
+			return 0, argReason(fmt.Sprintf("%s holds Go's int or uint, which has no fixed C size: use int32 or int64 (uint32, uint64) as the kernel declares it", t))
+		}
 		return 0, argReason(fmt.Sprintf("%s holds Go pointers (or strings, slices, maps...), which a kernel cannot read: pass device memory as a Slice or uintptr", t))
 	}
 	n := int(t.Size())
@@ -400,6 +418,24 @@ func putPlain(dst []byte, a any) (int, error) {
 		copy(dst, unsafe.Slice((*byte)(data), n))
 	}
 	return n, nil
+}
+
+// hasGoInt says whether t is or holds Go's int or uint (or is a struct or
+// array of them), which pointerFree refuses for their size.
+func hasGoInt(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Uint:
+		return true
+	case reflect.Array:
+		return hasGoInt(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasGoInt(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func pointerFree(t reflect.Type) bool {

@@ -90,6 +90,9 @@ func (m *Module) Unload() error {
 	if m == nil {
 		return nil
 	}
+	if m.h == 0 {
+		return &ArgError{Op: "Module.Unload", Arg: "module", Reason: "the zero Module: get one from Device.LoadModule"}
+	}
 	if m.unloaded.Swap(true) {
 		return closedError("Module.Unload", "module already unloaded")
 	}
@@ -105,6 +108,9 @@ func (m *Module) Function(name string) (*Function, error) {
 	const op = "Module.Function"
 	if m == nil {
 		return nil, &ArgError{Op: op, Arg: "module", Reason: "nil"}
+	}
+	if m.h == 0 {
+		return nil, &ArgError{Op: op, Arg: "module", Reason: "the zero Module: get one from Device.LoadModule"}
 	}
 	if m.unloaded.Load() {
 		return nil, closedError(op, "module unloaded")

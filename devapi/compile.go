@@ -30,6 +30,9 @@ const (
 
 // String names the compiler.
 func (c Compiler) String() string {
+	if c < Auto || c > NVCC {
+		return fmt.Sprintf("Compiler(%d)", int(c))
+	}
 	return [...]string{"auto", "NVRTC", "nvcc"}[c]
 }
 
@@ -79,6 +82,9 @@ func cudaIncludes() []string {
 // result is cached under the source, the options, the architecture, the
 // compiler and its version, and the headers' directory and release.
 func Compile(src string, opts Options) ([]byte, error) {
+	if opts.Compiler < Auto || opts.Compiler > NVCC {
+		return nil, &nvrtc.OptionError{Option: "Compiler", Reason: opts.Compiler.String() + ": want Auto, NVRTC or NVCC"}
+	}
 	h := opts.Headers
 	if h == nil {
 		var err error

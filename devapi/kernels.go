@@ -52,8 +52,22 @@ func Load(opts Options) (*Kernels, error) {
 	return k, nil
 }
 
-// Close unloads the kernels' module.
-func (k *Kernels) Close() error { return k.mod.Unload() }
+// Close unloads the kernels' module. A nil or zero Kernels has nothing to
+// close; a second Close returns an error wrapping cuda.ErrClosed.
+func (k *Kernels) Close() error {
+	if k == nil || k.mod == nil {
+		return nil
+	}
+	return k.mod.Unload()
+}
+
+// use refuses a nil or zero Kernels (what a failed Load returns).
+func (k *Kernels) use(op string) error {
+	if k == nil || k.mod == nil {
+		return &cuda.ArgError{Op: op, Arg: "kernels", Reason: "nil or zero Kernels: get them from Load"}
+	}
+	return nil
+}
 
 // Module is the kernels' module.
 func (k *Kernels) Module() *cuda.Module { return k.mod }
@@ -67,6 +81,9 @@ func (k *Kernels) Module() *cuda.Module { return k.mod }
 // (DevCommRequirements.LSABarrierCount). send and recv must not overlap.
 func (k *Kernels) AllReduceSum(s cuda.Stream, send *nccl.Window, sendOffset uint64, recv *nccl.Window, recvOffset uint64,
 	count int, dc *nccl.DevComm, blocks, threads int) error {
+	if err := k.use("AllReduceSum"); err != nil {
+		return err
+	}
 	return launchWindows(k.allReduce, "AllReduceSum", s, send, sendOffset, recv, recvOffset, count, dc, blocks, threads)
 }
 
@@ -76,6 +93,9 @@ func (k *Kernels) AllReduceSum(s cuda.Stream, send *nccl.Window, sendOffset uint
 // (at recvOffset), through LSA memory. The rules of AllReduceSum apply.
 func (k *Kernels) AllGather(s cuda.Stream, send *nccl.Window, sendOffset uint64, recv *nccl.Window, recvOffset uint64,
 	count int, dc *nccl.DevComm, blocks, threads int) error {
+	if err := k.use("AllGather"); err != nil {
+		return err
+	}
 	return launchWindows(k.allGather, "AllGather", s, send, sendOffset, recv, recvOffset, count, dc, blocks, threads)
 }
 
@@ -110,6 +130,9 @@ type ProbeResult struct {
 // same time (ranks of one process: from one goroutine each), since the
 // kernel waits at the barrier for all of them.
 func (k *Kernels) Probe(s cuda.Stream, win *nccl.Window, offset uint64, dc *nccl.DevComm) (*ProbeResult, error) {
+	if err := k.use("Probe"); err != nil {
+		return nil, err
+	}
 	out, err := cuda.Alloc[uint64](k.mod.Device(), 8)
 	if err != nil {
 		return nil, err

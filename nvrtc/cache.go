@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // CacheDirEnv names the environment variable that overrides the cache's
@@ -43,6 +44,8 @@ func DefaultCache() *Cache {
 	return &Cache{Dir: dir}
 }
 
+var errNoDir = &OptionError{Option: "Cache.Dir", Reason: "empty: use DefaultCache, or set Dir to the cache's directory"}
+
 // Compile returns the code Compile(src, opts) returns, from the cache when
 // an entry has the same key: the source, the program name, every option
 // NVRTC gets (the architecture resolved from the device included), the
@@ -53,6 +56,12 @@ func DefaultCache() *Cache {
 func (c *Cache) Compile(src string, opts Options, keys ...string) (r *Result, cached bool, err error) {
 	args, arch, err := opts.args()
 	if err != nil {
+		return nil, false, err
+	}
+	if c != nil && c.Dir == "" {
+		return nil, false, errNoDir
+	}
+	if err := checkNUL("source", src); err != nil {
 		return nil, false, err
 	}
 	if c == nil {
@@ -89,8 +98,19 @@ func (c *Cache) Compile(src string, opts Options, keys ...string) (r *Result, ca
 // with build when the cache has none (ext is the file's extension, such as
 // ".cubin"). cached reports whether it came from the cache. An entry that
 // cannot be written (a read-only directory, a full disk) costs the next run
-// a build, nothing more. A nil Cache calls build every time.
+// a build, nothing more. A nil Cache calls build every time; a Cache with
+// an empty Dir, a nil build or an ext holding a path separator is an
+// *OptionError.
 func (c *Cache) Get(ext string, build func() ([]byte, error), keys ...string) (code []byte, cached bool, err error) {
+	if build == nil {
+		return nil, false, &OptionError{Option: "Cache.Get build", Reason: "nil"}
+	}
+	if c != nil && c.Dir == "" {
+		return nil, false, errNoDir
+	}
+	if strings.ContainsAny(ext, `/\`+"\x00") {
+		return nil, false, &OptionError{Option: "Cache.Get ext", Reason: fmt.Sprintf("%q holds a path separator", ext)}
+	}
 	if c == nil {
 		code, err = build()
 		return code, false, err

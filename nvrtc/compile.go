@@ -85,6 +85,12 @@ func (o *Options) args() ([]string, string, error) {
 	if o.Output < CUBIN || o.Output > LTOIR {
 		return nil, "", &OptionError{Option: "Output", Reason: o.Output.String()}
 	}
+	if err := checkNUL("Arch", arch); err != nil {
+		return nil, "", err
+	}
+	if err := checkNUL("Name", o.Name); err != nil {
+		return nil, "", err
+	}
 	args := []string{"-arch=" + arch}
 	if o.Output == LTOIR {
 		args = append(args, "-dlto")
@@ -93,11 +99,17 @@ func (o *Options) args() ([]string, string, error) {
 		if p == "" {
 			return nil, "", &OptionError{Option: "IncludePaths", Reason: "an empty path"}
 		}
+		if err := checkNUL("IncludePaths", p); err != nil {
+			return nil, "", err
+		}
 		args = append(args, "-I"+p)
 	}
 	for _, k := range slices.Sorted(maps.Keys(o.Defines)) {
 		if k == "" || strings.ContainsAny(k, " =\t\n") {
 			return nil, "", &OptionError{Option: "Defines", Reason: fmt.Sprintf("%q is not a macro name", k)}
+		}
+		if err := checkNUL("Defines", o.Defines[k]); err != nil {
+			return nil, "", err
 		}
 		if v := o.Defines[k]; v != "" {
 			args = append(args, "-D"+k+"="+v)
@@ -105,7 +117,21 @@ func (o *Options) args() ([]string, string, error) {
 			args = append(args, "-D"+k)
 		}
 	}
+	for _, e := range o.Extra {
+		if err := checkNUL("Extra", e); err != nil {
+			return nil, "", err
+		}
+	}
 	return append(args, o.Extra...), arch, nil
+}
+
+// checkNUL refuses a string holding a NUL byte: NVRTC reads C strings, so
+// what follows the NUL would be silently dropped.
+func checkNUL(option, s string) error {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return &OptionError{Option: option, Reason: fmt.Sprintf("a NUL byte at offset %d (NVRTC would read only what comes before it)", i)}
+	}
+	return nil
 }
 
 func (o *Options) name() string {
@@ -164,6 +190,9 @@ type Result struct {
 func Compile(src string, opts Options) (*Result, error) {
 	args, arch, err := opts.args()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkNUL("source", src); err != nil {
 		return nil, err
 	}
 	return compileArgs(src, opts.name(), args, arch, opts.Output)

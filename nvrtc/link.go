@@ -46,6 +46,10 @@ func (e *LinkError) Error() string {
 	return msg
 }
 
+// maxLinkInputs bounds Link's inputs (the shim's arrays hold fewer than
+// 1<<20).
+const maxLinkInputs = 1 << 20
+
 // Link links inputs (typically LTO-IR from Compile with Output LTOIR, and
 // a library's LTO-IR such as NCCL's libnccl_device.ltoir) into a CUBIN for
 // arch ("sm_90") with nvJitLink, which is loaded on first use
@@ -55,6 +59,17 @@ func (e *LinkError) Error() string {
 func Link(arch string, inputs []LinkInput, extra ...string) ([]byte, error) {
 	if len(inputs) == 0 {
 		return nil, &OptionError{Option: "inputs", Reason: "nothing to link"}
+	}
+	if len(inputs) >= maxLinkInputs {
+		return nil, &OptionError{Option: "inputs", Reason: fmt.Sprintf("%d inputs: at most %d", len(inputs), maxLinkInputs-1)}
+	}
+	if err := checkNUL("arch", arch); err != nil {
+		return nil, err
+	}
+	for _, e := range extra {
+		if err := checkNUL("extra", e); err != nil {
+			return nil, err
+		}
 	}
 	if err := ensureLink(); err != nil {
 		return nil, err

@@ -25,10 +25,10 @@
 // (128 bytes each; unset: DefaultEntries, 2048, on by default as PyTorch's
 // recorder is; 0: recording off; Recorder.SetSize changes it), so a busy
 // communicator never pushes a quiet one's history out. Recording costs about
-// 5 ns per call (BenchmarkRecord). Enqueue times come from a coarse clock, a
+// 5 ns per call (BenchmarkRecord, on a 2-core VM). Enqueue times come from a coarse clock, a
 // word refreshed every millisecond while recording goes on
 // (NCCL4GO_TRACE_CLOCK=mono reads the monotonic clock instead, 15-50 ns
-// more); so do start and completion times, which the watchdog learns by
+// more: 23 ns in BenchmarkClock on a 2-core VM); so do start and completion times, which the watchdog learns by
 // polling every few milliseconds anyway. Dumps give Unix nanoseconds.
 //
 // # Dumping

@@ -611,6 +611,9 @@ func (d *Dump) Validate() error {
 		if e.Op == OpUnknown {
 			return fail("entries[%d]: no op", i)
 		}
+		if e.Op >= numOps {
+			return fail("entries[%d]: unknown op %v", i, e.Op)
+		}
 		if e.Class != e.Op.Class() {
 			return fail("entries[%d]: %v is %v, not %v", i, e.Op, e.Op.Class(), e.Class)
 		}

@@ -63,6 +63,15 @@ func ExportTorch(dumps []*Dump) ([]TorchFile, error) {
 	seen := map[int]string{}
 	pgOf := make([]map[uint32]string, len(dumps)) // per dump: comm id -> pg name
 	for i, d := range dumps {
+		if d == nil {
+			return nil, fmt.Errorf("trace: export: dump %d is nil", i)
+		}
+		// Dumps built in memory were not checked by ReadDumpFile: a
+		// communicator rank outside its size, or a size of 2^40, would
+		// index out of range or exhaust memory below.
+		if err := d.Validate(); err != nil {
+			return nil, fmt.Errorf("trace: export: dump %d: %w", i, err)
+		}
 		src := cmp.Or(d.Source(), fmt.Sprintf("dump %d", i))
 		if d.Rank < 0 {
 			return nil, fmt.Errorf("trace: export: %s: the dump has no process rank (-1); set RANK or Recorder.SetRank in the program", src)

@@ -131,8 +131,9 @@
 //
 // Watched, a collective costs one uncontended mutex, an atomic load and a
 // copy of its record, plus one cuEventRecord (150-280 ns on an H200) for
-// the first operation on its stream in each poll period: amortized, a few
-// nanoseconds in a tight loop (BenchmarkWatchedAllReduce measures it). A
+// the first operation on its stream in each poll period: amortized,
+// 4-85 ns added in a tight loop in BenchmarkWatchedAllReduce on the fake
+// library on a 2-core VM (noisy runs; not yet measured on the H200). A
 // hang is still detected within Timeout plus one poll interval of the
 // operation reaching the head of its stream; when several operations
 // queued within one poll interval share the event that does not complete,

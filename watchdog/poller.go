@@ -181,6 +181,9 @@ func monitor(wake chan struct{}) {
 		pick := func(w *Watchdog) {
 			if w.opts.Heartbeat > 0 && (hb < 0 || w.opts.Heartbeat < hb) {
 				hb, dir, code = w.opts.Heartbeat, w.opts.DumpDir, w.opts.ExitCode
+				if w.opts.NoDump {
+					dir = "" // heartbeatExit dumps only where a dump is wanted
+				}
 			}
 		}
 		for _, w := range reg.ws {

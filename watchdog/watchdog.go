@@ -109,8 +109,9 @@ type Options struct {
 	// process exits anyway, and likewise if OnFailure has not returned
 	// within 10 s of its call; the message says which did not return.
 	Exit bool
-	// ExitCode is the status Exit ends the process with; 0 means
-	// DefaultExitCode.
+	// ExitCode is the status Exit ends the process with, 1 to 255; 0
+	// means DefaultExitCode. Watch refuses others (os.Exit(256) would end
+	// the process with status 0).
 	ExitCode int
 	// Heartbeat bounds how long the watchdog itself may be stuck: when the
 	// process's poller has not finished a poll, or a failure's action (an
@@ -125,9 +126,9 @@ type Options struct {
 }
 
 // Watchdog watches one communicator's operations. Its methods are safe for
-// concurrent use. Make one with Watch: the zero Watchdog watches nothing
-// (Stop does nothing, Err is nil, Done is closed, Stats are zero,
-// Synchronize returns an error).
+// concurrent use. Make one with Watch: the zero Watchdog, and a nil one,
+// watch nothing (Stop does nothing, Err is nil, Done is closed, Stats are
+// zero, Synchronize returns an error matching nccl.ErrInvalidUsage).
 type Watchdog struct {
 	cw     weak.Pointer[nccl.Communicator] // weak: a watched communicator the program drops is still collected (and its leak reported)
 	opts   Options
@@ -237,10 +238,15 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 		opts = *o
 	}
 	if opts.Timeout < 0 || opts.PollInterval < 0 {
-		return nil, fmt.Errorf("watchdog: Watch: negative Timeout (%v) or PollInterval (%v)", opts.Timeout, opts.PollInterval)
+		return nil, fmt.Errorf("watchdog: Watch: negative Timeout (%v) or PollInterval (%v): %w", opts.Timeout, opts.PollInterval, nccl.ErrInvalidArgument)
 	}
 	if opts.Action < ActionAbort || opts.Action > ActionNone {
-		return nil, fmt.Errorf("watchdog: Watch: unknown Action %d", int(opts.Action))
+		return nil, fmt.Errorf("watchdog: Watch: unknown Action %d: %w", int(opts.Action), nccl.ErrInvalidArgument)
+	}
+	if opts.ExitCode < 0 || opts.ExitCode > 255 {
+		// os.Exit(256) ends the process with status 0: a hung rank
+		// would read as one that succeeded.
+		return nil, fmt.Errorf("watchdog: Watch: ExitCode %d: an exit status is 1 to 255 (0: DefaultExitCode): %w", opts.ExitCode, nccl.ErrInvalidArgument)
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
@@ -261,7 +267,7 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 		opts.Heartbeat = DefaultHeartbeat
 	}
 	if c == nil {
-		return nil, errors.New("watchdog: Watch: nil communicator")
+		return nil, fmt.Errorf("watchdog: Watch: nil communicator: %w", nccl.ErrInvalidArgument)
 	}
 	dev, err := c.Device()
 	if err != nil {
@@ -329,7 +335,7 @@ func (w *Watchdog) claim() error {
 	claims.Lock()
 	defer claims.Unlock()
 	if pw := claims.m[w.cw].Value(); pw != nil && !pw.failed.Load() && !pw.isStopped() {
-		return fmt.Errorf("watchdog: Watch: %s is already watched", w.comm)
+		return fmt.Errorf("watchdog: Watch: %s is already watched (Stop its watchdog first): %w", w.comm, nccl.ErrInvalidUsage)
 	}
 	if claims.m == nil {
 		claims.m = make(map[weak.Pointer[nccl.Communicator]]weak.Pointer[Watchdog])
@@ -516,6 +522,9 @@ func (w *Watchdog) flushLocked(n int) {
 // Err is the failure the watchdog found (*TimeoutError or *AsyncError),
 // once it has dumped and acted; nil before, and when stopped without one.
 func (w *Watchdog) Err() error {
+	if w == nil {
+		return nil
+	}
 	w.errMu.Lock()
 	defer w.errMu.Unlock()
 	return w.err
@@ -523,7 +532,7 @@ func (w *Watchdog) Err() error {
 
 // Done is closed when the watchdog has failed (Err says why) or stopped.
 func (w *Watchdog) Done() <-chan struct{} {
-	if w.done == nil {
+	if w == nil || w.done == nil {
 		return closedChan // the zero Watchdog
 	}
 	return w.done
@@ -532,7 +541,12 @@ func (w *Watchdog) Done() <-chan struct{} {
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Comm is the watched communicator's identity.
-func (w *Watchdog) Comm() Comm { return w.comm }
+func (w *Watchdog) Comm() Comm {
+	if w == nil {
+		return Comm{}
+	}
+	return w.comm
+}
 
 // Stats are a watchdog's counters.
 type Stats struct {
@@ -559,7 +573,7 @@ type Stats struct {
 
 // Stats returns the watchdog's counters.
 func (w *Watchdog) Stats() Stats {
-	if w.done == nil {
+	if w == nil || w.done == nil {
 		return Stats{} // the zero Watchdog
 	}
 	w.mu.Lock()
@@ -577,8 +591,8 @@ func (w *Watchdog) Stats() Stats {
 // ctx ends: a wait a hang cannot hold forever. It polls with a backoff
 // from 20 µs to the poll interval.
 func (w *Watchdog) Synchronize(ctx context.Context, s cuda.Stream) error {
-	if w.done == nil {
-		return errors.New("watchdog: Synchronize: the zero Watchdog watches nothing: use Watch")
+	if w == nil || w.done == nil {
+		return fmt.Errorf("watchdog: Synchronize: the zero Watchdog watches nothing: use Watch: %w", nccl.ErrInvalidUsage)
 	}
 	d := 20 * time.Microsecond
 	var t *time.Timer
@@ -621,9 +635,10 @@ func (w *Watchdog) Synchronize(ctx context.Context, s cuda.Stream) error {
 // watchdog (and for a poll of the communicator's asynchronous error in
 // flight, which waits while a call holds the communicator inside NCCL).
 // After a failure it only releases what is left. Idempotent; Err keeps its
-// value. On the zero Watchdog it does nothing.
+// value. On the zero Watchdog, and a nil one (what a failed Watch
+// returns), it does nothing.
 func (w *Watchdog) Stop() {
-	if w.done == nil {
+	if w == nil || w.done == nil {
 		return
 	}
 	w.stopOnce.Do(func() {

@@ -77,7 +77,7 @@ var commands = []command{
 	{"info", "show the NCCL library, CUDA driver and GPUs found, or what is missing", runInfo},
 	{"probe", "create a communicator over the GPUs and show each rank's capabilities", runProbe},
 	{"perf", "measure bandwidth and latency as nccl-tests does (perf TEST, perf compare)", runPerf},
-	{"trace", "read the flight recorder's dumps of all ranks and say what went wrong (trace analyze)", runTrace},
+	{"trace", "read the flight recorder's dumps of all ranks and say what went wrong (trace analyze, trace export)", runTrace},
 	{"run", "start N ranks of a program on this machine, torchrun-style, and supervise them", runCmd},
 }
 

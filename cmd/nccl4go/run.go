@@ -79,7 +79,7 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs := newFlagSet("run", "[flags] PROGRAM [ARGS...]", runAbout)
 	fs.IntVar(&f.nproc, "n", 1, "number of processes (ranks) on this node, at most 65536")
-	fs.IntVar(&f.nproc, "nproc-per-node", 1, "same as -n (torchrun's name)")
+	nprocPerNode := fs.Int("nproc-per-node", 1, "same as -n (torchrun's name)")
 	fs.IntVar(&f.nnodes, "nnodes", 1, "number of nodes, each running one launcher (nnodes × n at most 16777216)")
 	fs.IntVar(&f.nodeRank, "node-rank", 0, "this node's index, 0 to nnodes-1")
 	fs.StringVar(&f.masterAddr, "master-addr", "127.0.0.1", "address of node 0 (MASTER_ADDR)")
@@ -105,6 +105,14 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 		return nil, bad("no program given")
 	}
 	f.program, f.args = fs.Arg(0), fs.Args()[1:]
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if set["nproc-per-node"] {
+		if set["n"] && f.nproc != *nprocPerNode {
+			return nil, bad("-n %d and -nproc-per-node %d disagree: give one of them", f.nproc, *nprocPerNode)
+		}
+		f.nproc = *nprocPerNode
+	}
 	switch {
 	case f.nproc < 1:
 		return nil, bad("-n %d: need at least one process", f.nproc)
@@ -118,8 +126,10 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
 		return nil, bad("-node-rank %d is not below -nnodes %d", f.nodeRank, f.nnodes)
 	case f.nnodes > 1 && f.masterPort == 0:
 		return nil, bad("-nnodes %d: give every node the same -master-port", f.nnodes)
-	case f.masterPort < 0 || f.masterPort > 65535 || f.storePort < 0 || f.storePort > 65535:
-		return nil, bad("ports must be 0 to 65535")
+	case f.masterPort < 0 || f.masterPort > 65535:
+		return nil, bad("-master-port %d: a port is 0 to 65535", f.masterPort)
+	case f.storePort < 0 || f.storePort > 65535:
+		return nil, bad("-store-port %d: a port is 0 to 65535", f.storePort)
 	case f.grace < 0:
 		return nil, bad("-grace must not be negative")
 	}

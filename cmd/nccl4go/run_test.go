@@ -220,7 +220,9 @@ func TestRunUsage(t *testing.T) {
 		{"-n", "70368744177664", "true"}, {"-n", "9223372036854775807", "true"},
 		{"-nnodes", "4611686018427387904", "-n", "4", "-master-port", "1", "true"},
 		{"-nnodes", "3074457345618258603", "-node-rank", "1", "-n", "3", "-master-port", "1", "true"},
-		{"-env", "A B=1", "true"}, {"-env", "1A=1", "true"}, {"-env", "A\x00=1", "true"}} {
+		{"-env", "A B=1", "true"}, {"-env", "1A=1", "true"}, {"-env", "A\x00=1", "true"},
+		// Two spellings of one flag that disagree; ports out of range.
+		{"-n", "2", "-nproc-per-node", "3", "true"}, {"-master-port", "70000", "true"}, {"-store-port", "-1", "true"}} {
 		_, _, err := launch(t, context.Background(), args...)
 		var uerr *usageError
 		if !errors.As(err, &uerr) {
