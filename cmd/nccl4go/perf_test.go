@@ -32,9 +32,9 @@ func TestPerfFlags(t *testing.T) {
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("options\n got %+v\nwant %+v", o, want)
 	}
-	// TEST after the flags, long names with =, root all, test all.
+	// TEST after the flags, long names with =, every root, test all.
 	p = newPerfFlags()
-	tests, err = p.parse([]string{"--minbytes=1K", "-r", "all", "-G", "3", "all"}, &bytes.Buffer{})
+	tests, err = p.parse([]string{"--minbytes=1K", "-r", "-1", "-G", "3", "all"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestPerfFlags(t *testing.T) {
 		{"all_reduce", "-d", "float128"},       // type
 		{"all_reduce", "-o", "xor"},            // op
 		{"all_reduce", "-G", "1", "-z", "1"},   // graph and blocking
-		{"all_reduce", "-plot", "x.pdf"},       // plot format
+		{"all_reduce", "--plot", "x.pdf"},      // plot format
 		{"all_reduce", "extra", "-n", "1", "more"},
 	} {
 		p := newPerfFlags()
@@ -63,7 +63,7 @@ func TestPerfFlags(t *testing.T) {
 	}
 	p = newPerfFlags()
 	var help bytes.Buffer
-	if _, err := p.parse([]string{"-h"}, &help); err != flag.ErrHelp || !strings.Contains(help.String(), "-stepfactor") {
+	if _, err := p.parse([]string{"-h"}, &help); err != flag.ErrHelp || !strings.Contains(help.String(), "--stepfactor") {
 		t.Errorf("-h: %v\n%s", err, help.String())
 	}
 }
@@ -74,22 +74,13 @@ func asUsage(err error, ue **usageError) bool {
 	return ok
 }
 
-func TestSplitShort(t *testing.T) {
-	p := newPerfFlags()
-	got := splitShort(p.fs.FlagSet, []string{"-b8", "-e128M", "-json", "-csv", "x", "--iters=3", "-n", "2", "--", "-b9"})
-	want := []string{"-b", "8", "-e", "128M", "-json", "-csv", "x", "--iters=3", "-n", "2", "--", "-b9"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("splitShort = %q", got)
-	}
-}
-
 func TestFakePerf(t *testing.T) {
 	dir := t.TempDir()
 	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
 		js := filepath.Join(dir, "run.json")
 		csvPath := filepath.Join(dir, "run.csv")
 		plot := filepath.Join(dir, "run.png")
-		out, _, err := runCLI(t, "perf", "all_reduce", "-b", "8", "-e", "64K", "-f", "4", "-n", "3", "-J", js, "-csv", csvPath, "-plot", plot)
+		out, _, err := runCLI(t, "perf", "all_reduce", "-b", "8", "-e", "64K", "-f", "4", "-n", "3", "-J", js, "--csv", csvPath, "--plot", plot)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,12 +114,12 @@ func TestFakePerf(t *testing.T) {
 		if err != nil || !strings.Contains(out, "# Writing JSON output to "+js+".0") {
 			t.Fatalf("second run: %v", err)
 		}
-		out, _, err = runCLI(t, "perf", "compare", js, js+".0", "-plot", filepath.Join(dir, "cmp.svg"))
+		out, _, err = runCLI(t, "perf", "compare", js, js+".0", "--plot", filepath.Join(dir, "cmp.svg"))
 		if err != nil || !strings.Contains(out, "# A: "+js) {
 			t.Errorf("compare: %v\n%s", err, out)
 		}
 		// -json summary
-		out, _, err = runCLI(t, "perf", "reduce_scatter", "-b", "1K", "-e", "1K", "-n", "1", "-json")
+		out, _, err = runCLI(t, "perf", "reduce_scatter", "-b", "1K", "-e", "1K", "-n", "1", "--json")
 		if err != nil {
 			t.Fatal(err)
 		}
