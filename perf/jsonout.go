@@ -508,14 +508,17 @@ type Series struct {
 
 // ReadJSON reads a JSON file written by WriteJSON or by nccl-tests (-J).
 func ReadJSON(rd io.Reader, name string) (*Series, error) {
-	var doc jsonDoc
-	dec := json.NewDecoder(rd)
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("perf: %s: not an nccl-tests JSON file: %w", name, err)
+	doc, err := readDoc(rd, name)
+	if err != nil {
+		return nil, err
 	}
-	if doc.Version == 0 && doc.Results == nil {
-		return nil, fmt.Errorf("perf: %s: no version and no results: not an nccl-tests JSON file", name)
-	}
+	return seriesOfDoc(doc, name)
+}
+
+func newJSONDecoder(r io.Reader) *json.Decoder { return json.NewDecoder(r) }
+
+// seriesOfDoc is a decoded file's rows.
+func seriesOfDoc(doc *jsonDoc, name string) (*Series, error) {
 	s := &Series{Name: name}
 	if doc.NCCL4Go != nil {
 		s.Test, s.NRanks = doc.NCCL4Go.Test, doc.NCCL4Go.NRanks
