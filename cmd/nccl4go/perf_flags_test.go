@@ -58,8 +58,8 @@ func TestPerfRootAsNCCLTests(t *testing.T) {
 			t.Errorf("-r %s: %v", arg, err)
 			continue
 		}
-		if p.o.Root != want {
-			t.Errorf("-r %s: root %d, want %d", arg, p.o.Root, want)
+		if p.o.Root != want || p.rootAll != (arg == "all") {
+			t.Errorf("-r %s: root %d (want %d), noted as a word: %v", arg, p.o.Root, want, p.rootAll)
 		}
 	}
 }
