@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/spf13/pflag"
 
@@ -65,13 +66,16 @@ func runPerfCompare(ctx context.Context, args []string, stdout, stderr io.Writer
 		series = append(series, s)
 	}
 	if *jsonOut {
-		type ratioJSON struct {
-			A, B string
-			Rows []perf.Ratio
-		}
-		var out []ratioJSON
+		out := []compareJSON{}
 		for _, s := range series[1:] {
-			out = append(out, ratioJSON{A: series[0].Name, B: s.Name, Rows: perf.Compare(series[0], s)})
+			c := compareJSON{A: series[0].Name, B: s.Name, Rows: []ratioJSON{}}
+			for _, r := range perf.Compare(series[0], s) {
+				c.Rows = append(c.Rows, ratioJSON{Size: r.Size, Type: r.Type, Op: r.Op, Root: r.Root,
+					ATimeOOP: num(r.OutOfPlace.Time), BTimeOOP: num(r.Other.OutOfPlace.Time), TimeOOP: num(r.TimeOOP),
+					ATimeIP: num(r.InPlace.Time), BTimeIP: num(r.Other.InPlace.Time), TimeIP: num(r.TimeIP),
+					BusBWOOP: num(r.BusBWOOP), BusBWIP: num(r.BusBWIP)})
+			}
+			out = append(out, c)
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -85,4 +89,37 @@ func runPerfCompare(ctx context.Context, args []string, stdout, stderr io.Writer
 		return perf.PlotFile(*plotOut, "", series...)
 	}
 	return nil
+}
+
+// compareJSON is one comparison of --json: B against A.
+type compareJSON struct {
+	A    string      `json:"a"`
+	B    string      `json:"b"`
+	Rows []ratioJSON `json:"rows"`
+}
+
+// ratioJSON is one size: times in microseconds and B/A ratios; null where
+// a value is missing or not a number (a cell nccl-tests did not write, a
+// time of 0).
+type ratioJSON struct {
+	Size     uint64   `json:"size"`
+	Type     string   `json:"type"`
+	Op       string   `json:"redop"`
+	Root     int      `json:"root"`
+	ATimeOOP *float64 `json:"a_time_us"`
+	BTimeOOP *float64 `json:"b_time_us"`
+	TimeOOP  *float64 `json:"time_ratio"`
+	ATimeIP  *float64 `json:"a_inplace_time_us"`
+	BTimeIP  *float64 `json:"b_inplace_time_us"`
+	TimeIP   *float64 `json:"inplace_time_ratio"`
+	BusBWOOP *float64 `json:"busbw_ratio"`
+	BusBWIP  *float64 `json:"inplace_busbw_ratio"`
+}
+
+// num is v, or nil when it is NaN or infinite (JSON has neither).
+func num(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
 }
