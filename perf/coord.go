@@ -2,9 +2,13 @@ package perf
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"sort"
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
@@ -29,6 +33,9 @@ type coordinator interface {
 	barrier() error
 	reduce(v float64, how reduceKind) (float64, error)
 	gatherDevices(local []DeviceInfo) ([]DeviceInfo, error)
+	// gather collects every process's vector (all of the same length),
+	// in process order where the coordinator knows it.
+	gather(local []float64) ([][]float64, error)
 	close()
 }
 
@@ -41,6 +48,96 @@ func (localCoordinator) gatherDevices(l []DeviceInfo) ([]DeviceInfo, error) {
 	return l, nil
 }
 func (localCoordinator) close() {}
+func (localCoordinator) gather(l []float64) ([][]float64, error) {
+	return [][]float64{l}, nil
+}
+
+// hostCoordinator coordinates processes through a host channel (the
+// job's rendezvous store): no NCCL call, no GPU work.
+type hostCoordinator struct {
+	ctx    context.Context
+	host   HostChannel
+	nprocs int
+}
+
+func (c *hostCoordinator) barrier() error { return c.host.Barrier(c.ctx) }
+
+func (c *hostCoordinator) reduce(v float64, how reduceKind) (float64, error) {
+	all, err := c.host.AllGather(c.ctx, binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)))
+	if err != nil {
+		return 0, err
+	}
+	vals := make([]float64, len(all))
+	for i, b := range all {
+		if len(b) != 8 {
+			return 0, fmt.Errorf("process %d sent %d bytes for a value", i, len(b))
+		}
+		vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(b))
+	}
+	return combine(vals, how), nil
+}
+
+// combine is what nccl-tests' Allreduce makes of the processes' values.
+func combine(vals []float64, how reduceKind) float64 {
+	if len(vals) == 0 {
+		return 0
+	}
+	acc := vals[0]
+	if how == reduceRank0 {
+		return acc
+	}
+	for _, v := range vals[1:] {
+		switch how {
+		case reduceMin:
+			acc = min(acc, v)
+		case reduceMax:
+			acc = max(acc, v)
+		default:
+			acc += v
+		}
+	}
+	if how == reduceMean {
+		acc /= float64(len(vals))
+	}
+	return acc
+}
+
+func (c *hostCoordinator) gatherDevices(local []DeviceInfo) ([]DeviceInfo, error) {
+	js, err := json.Marshal(local)
+	if err != nil {
+		return nil, err
+	}
+	all, err := c.host.AllGather(c.ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	var out []DeviceInfo
+	for p, b := range all {
+		var d []DeviceInfo
+		if err := json.Unmarshal(b, &d); err != nil {
+			return nil, fmt.Errorf("device descriptions of process %d: %w", p, err)
+		}
+		out = append(out, d...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Rank < out[j].Rank })
+	return out, nil
+}
+
+func (c *hostCoordinator) gather(local []float64) ([][]float64, error) {
+	all, err := c.host.AllGather(c.ctx, encodeFloats(local))
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float64, len(all))
+	for p, b := range all {
+		if out[p], err = decodeFloats(b); err != nil {
+			return nil, fmt.Errorf("process %d: %w", p, err)
+		}
+	}
+	return out, nil
+}
+
+func (c *hostCoordinator) close() {}
 
 // ncclCoordinator reduces host values through the job's own communicators,
 // on streams of its own, one small operation at a time.
@@ -149,6 +246,21 @@ func (c *ncclCoordinator) reduce(v float64, how reduceKind) (float64, error) {
 		out[0] /= float64(c.nprocs)
 	}
 	return out[0], nil
+}
+
+// gather reduces the vectors element by element to their maximum (one
+// small all-reduce per element): without a host channel the processes'
+// own vectors are not kept apart.
+func (c *ncclCoordinator) gather(local []float64) ([][]float64, error) {
+	out := make([]float64, len(local))
+	for i, v := range local {
+		m, err := c.reduce(v, reduceMax)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = m
+	}
+	return [][]float64{out}, nil
 }
 
 // gatherDevices all-gathers every rank's description (JSON in a fixed

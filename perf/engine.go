@@ -13,6 +13,7 @@ import (
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/spin"
+	"github.com/nccl4go/nccl/rendezvous"
 )
 
 // World is the ranks one process drives, and its place among the
@@ -26,7 +27,24 @@ type World struct {
 	Proc, NProcs int
 	// Group is the group number printed in the device lines (0).
 	Group int
-	owned bool
+	// Host, when set, is how the processes meet on the host: the engine's
+	// barriers (-z 1 included) and its reductions of times and error
+	// counts go through it and make no NCCL call, as nccl-tests' go
+	// through MPI. JobWorld sets it to the job's rendezvous session. When
+	// nil and NProcs > 1, they go through the communicators (a small NCCL
+	// operation each, on streams of their own).
+	Host    HostChannel
+	owned   bool
+	session *rendezvous.Session
+}
+
+// HostChannel is a host-only channel between the processes of a job;
+// [*rendezvous.Session] is one. Both calls are collective over the
+// processes (one call per process, in the same order everywhere), and
+// AllGather's result is indexed by [World.Proc].
+type HostChannel interface {
+	Barrier(ctx context.Context) error
+	AllGather(ctx context.Context, value []byte) ([][]byte, error)
 }
 
 // Close destroys the communicators LocalWorld created; it does nothing for
@@ -38,6 +56,9 @@ func (w *World) Close() error {
 	var errs []error
 	for _, c := range w.Comms {
 		errs = append(errs, c.Destroy())
+	}
+	if w.session != nil {
+		errs = append(errs, w.session.Close())
 	}
 	w.owned = false
 	return errors.Join(errs...)
@@ -69,6 +90,8 @@ type bench struct {
 	coord  coordinator
 	host   []byte // staging for data checks, maxBytes long
 	maxB   uint64 // the buffers' size
+	// ncclVersion is the loaded NCCL's ncclGetVersion.
+	ncclVersion int
 
 	// state of the current size
 	dt      dataType
@@ -76,6 +99,9 @@ type bench struct {
 	root    int
 	cnt     counts
 	elt     uint64
+	total   uint64           // bytes one operation spans: the larger buffer
+	steps   uint64           // operations that fit in the buffers one after another
+	done    []bool           // syncStreams' scratch
 	keepOps []*nccl.CustomOp // PreMulSum operators captured into a graph
 	keep    bool
 
@@ -172,7 +198,10 @@ func (b *bench) setup() (*Header, error) {
 	// reductions span its threads, of which there is one); several
 	// coordinate through NCCL itself, as nccl-tests does through MPI.
 	b.coord = localCoordinator{}
-	if b.world.NProcs > 1 {
+	switch {
+	case b.world.NProcs > 1 && b.world.Host != nil:
+		b.coord = &hostCoordinator{ctx: b.ctx, host: b.world.Host, nprocs: b.world.NProcs}
+	case b.world.NProcs > 1:
 		if b.coord, err = newNCCLCoordinator(b); err != nil {
 			return nil, err
 		}
@@ -181,6 +210,7 @@ func (b *bench) setup() (*Header, error) {
 	if err != nil {
 		return nil, &RunError{"NCCL version", err}
 	}
+	b.ncclVersion = int(rel)
 	h := &Header{Program: b.coll.program, Options: *o, NRanks: n, LocalRanks: len(b.ranks), NCCLVersion: int(rel), ABIVersion: int(nccl.ABIRelease)}
 	if h.Devices, err = b.devices(); err != nil {
 		return nil, err
@@ -373,6 +403,11 @@ func firstTable(rep Reporter) (*TableWriter, bool) {
 func (b *bench) setSize(size uint64) {
 	b.elt = uint64(b.dt.dt.Size())
 	b.cnt = b.coll.counts(size/b.elt, b.elt, b.nranks)
+	b.total = max(b.sendBytes(), b.expectedBytes())
+	b.steps = 1
+	if b.total != 0 {
+		b.steps = max(b.opts.MaxBytes/b.total, 1)
+	}
 }
 
 func (b *bench) sendBytes() uint64     { return b.cnt.send * b.elt }
@@ -445,18 +480,41 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 		return Cell{}, err
 	}
 
+	var ev *iterEvents // per-iteration timing (-I)
+	if o.PerIterTiming && o.Graph == 0 {
+		var err error
+		if ev, err = b.newIterEvents(o.Iters); err != nil {
+			return Cell{}, err
+		}
+		defer ev.destroy()
+	}
 	var collOnly time.Duration
 	start := time.Now()
 	loop := func() error {
+		// The offset of operation k is shiftOf(k); kept as a running
+		// count, so that the loop divides nothing.
+		step := uint64(0)
+		var t0 time.Duration
 		for iter := 0; iter < o.Iters; iter++ {
-			t0 := time.Since(start)
+			if o.Blocking == 3 {
+				t0 = time.Since(start)
+			}
 			if o.AggIters > 1 {
 				if err := nccl.GroupStart(); err != nil {
 					return err
 				}
 			}
+			if ev != nil {
+				if err := b.recordIter(ev, iter, false); err != nil {
+					return err
+				}
+			}
 			for a := 0; a < o.AggIters; a++ {
-				if err := b.startColl(inPlace, iter*o.AggIters+a); err != nil {
+				err := b.issue(inPlace, step*b.total)
+				if step++; step == b.steps {
+					step = 0
+				}
+				if err != nil {
 					if o.AggIters > 1 {
 						nccl.GroupEnd()
 					}
@@ -472,11 +530,19 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 				if err := b.syncStreams(); err != nil {
 					return err
 				}
+				if ev != nil {
+					if err := b.recordIter(ev, iter, true); err != nil {
+						return err
+					}
+				}
 				collOnly += time.Since(start) - t0
 				if err := b.coord.barrier(); err != nil {
 					return err
 				}
 			}
+		}
+		if ev != nil && !ev.paired {
+			return b.recordIter(ev, o.Iters, false)
 		}
 		return nil
 	}
@@ -503,7 +569,7 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 		if err != nil {
 			return Cell{}, err
 		}
-		return b.finish(inPlace, cpu, elapsed)
+		return b.finish(inPlace, cpu, elapsed, nil)
 	}
 	if err := loop(); err != nil {
 		return Cell{}, err
@@ -519,11 +585,24 @@ func (b *bench) benchTime(inPlace bool) (Cell, error) {
 	if o.Blocking == 3 {
 		elapsed = collOnly
 	}
-	return b.finish(inPlace, cpu, elapsed)
+	var iterTimes []float64
+	if ev != nil {
+		// completeColl leaves the streams alone in blocking mode.
+		if o.Blocking != 0 && o.AggIters <= 1 {
+			if err := b.syncStreams(); err != nil {
+				return Cell{}, err
+			}
+		}
+		var err error
+		if iterTimes, err = ev.times(o.AggIters); err != nil {
+			return Cell{}, err
+		}
+	}
+	return b.finish(inPlace, cpu, elapsed, iterTimes)
 }
 
 // finish turns the timed loop's durations into a cell and checks the data.
-func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
+func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration, iterTimes []float64) (Cell, error) {
 	o := &b.opts
 	n := float64(o.Iters * o.AggIters)
 	cpuSec := cpu.Seconds() / n
@@ -540,6 +619,11 @@ func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
 		return Cell{}, err
 	}
 	cell := Cell{AlgBW: alg, BusBW: bus, Time: deltaSec * 1e6}
+	if iterTimes != nil {
+		if cell.PerIter, err = b.perIter(iterTimes); err != nil {
+			return Cell{}, err
+		}
+	}
 	if o.CPUTime {
 		cell.Time = cpuSec * 1e6
 	}
@@ -581,6 +665,11 @@ func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
 		if err != nil {
 			return Cell{}, err
 		}
+		if wrong != 0 {
+			// nccl-tests' CheckData: each process counts the cells its
+			// own ranks got wrong; Run sums the counts over processes.
+			b.errors++
+		}
 		total, err := b.coord.reduce(float64(wrong), reduceSum)
 		if err != nil {
 			return Cell{}, err
@@ -591,9 +680,6 @@ func (b *bench) finish(inPlace bool, cpu, elapsed time.Duration) (Cell, error) {
 		}
 	}
 	cell.Checked = checked
-	if checked && cell.Wrong != 0 {
-		b.errors++
-	}
 	b.bwSum += bus
 	b.bwCount++
 	return cell, nil
@@ -641,30 +727,31 @@ func (b *bench) capture(fn func() error) ([]*cuda.GraphExec, func(), error) {
 // startColl is nccl-tests' startColl: one operation on every local rank
 // (in a group when there are several), at an offset that moves with iter.
 func (b *bench) startColl(inPlace bool, iter int) error {
-	total := max(b.sendBytes(), b.expectedBytes())
-	steps := uint64(1)
-	if total != 0 {
-		steps = b.opts.MaxBytes / total
-	}
-	if steps == 0 {
-		steps = 1
-	}
-	shift := total * (uint64(iter) % steps)
-	grouped := len(b.ranks) > 1
-	if grouped {
+	return b.issue(inPlace, b.shiftOf(iter))
+}
+
+// shiftOf is the byte offset of operation iter in the buffers: operations
+// walk through them, one operation's size at a time, as nccl-tests does.
+func (b *bench) shiftOf(iter int) uint64 {
+	return b.total * (uint64(iter) % b.steps)
+}
+
+// issue is startColl at a given offset.
+func (b *bench) issue(inPlace bool, shift uint64) error {
+	if len(b.ranks) == 1 {
+		if err := b.runColl(b.ranks[0], inPlace, shift); err != nil {
+			return err
+		}
+	} else {
 		if err := nccl.GroupStart(); err != nil {
 			return err
 		}
-	}
-	for _, r := range b.ranks {
-		if err := b.runColl(r, inPlace, shift); err != nil {
-			if grouped {
+		for _, r := range b.ranks {
+			if err := b.runColl(r, inPlace, shift); err != nil {
 				nccl.GroupEnd()
+				return err
 			}
-			return err
 		}
-	}
-	if grouped {
 		if err := nccl.GroupEnd(); err != nil {
 			return err
 		}
@@ -692,8 +779,12 @@ func (b *bench) completeColl() error {
 // asynchronous errors, the timeout and the context (nccl-tests'
 // testStreamSynchronize).
 func (b *bench) syncStreams() error {
-	start := time.Now()
-	done := make([]bool, len(b.ranks))
+	var start time.Time // of the wait, read once a stream is found busy
+	if cap(b.done) < len(b.ranks) {
+		b.done = make([]bool, len(b.ranks))
+	}
+	done := b.done[:len(b.ranks)]
+	clear(done)
 	remaining := len(b.ranks)
 	for remaining > 0 {
 		idle := true
@@ -714,6 +805,9 @@ func (b *bench) syncStreams() error {
 			if err := r.comm.AsyncError(); err != nil && !errors.Is(err, nccl.ErrInProgress) {
 				b.abort()
 				return err
+			}
+			if start.IsZero() {
+				start = time.Now()
 			}
 			if t := b.opts.Timeout; t > 0 && time.Since(start) > t {
 				b.abort()
@@ -738,23 +832,18 @@ func (b *bench) abort() {
 	}
 }
 
-// buf is a raw buffer of count elements of the current type on r's device.
-func (b *bench) buf(r *rankState, p uintptr, count uint64) nccl.Buffer {
-	base := r.recvBuf
-	if p >= r.send && p < r.send+uintptr(b.maxB) {
-		base = r.sendBuf
-	}
+// sub is count elements of the current type at p, inside base's
+// allocation (so that the binding checks the memory once per run).
+func (b *bench) sub(base nccl.Buffer, p uintptr, count uint64) nccl.Buffer {
 	base.Ptr, base.Count, base.Type = p, int(count), b.dt.dt
 	return base
 }
 
 // runColl issues one operation of rank r.
 func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
-	count := b.cnt.param
-	if count == 0 {
+	if b.cnt.param == 0 {
 		return nil // the binding refuses empty buffers; NCCL would do nothing
 	}
-	n := b.nranks
 	elt := b.elt
 	recv := r.recv + uintptr(shift)
 	send := r.send + uintptr(shift)
@@ -762,61 +851,74 @@ func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
 		send = recv + uintptr(b.cnt.sendInPlace*elt*uint64(r.rank))
 		recv += uintptr(b.cnt.recvInPlace * elt * uint64(r.rank))
 	}
-	op := b.op.op
-	if b.op.mulsum { // nccl-tests makes one per call, whatever the test
-		o, err := newPreMulSum(r.comm, b.dt.dt, mulsumScalar(r.rank))
-		if err != nil {
-			return err
-		}
-		if b.keep {
-			b.keepOps = append(b.keepOps, o)
-		} else {
-			defer o.Close()
-		}
-		op = o.Op()
+	if !b.op.mulsum {
+		return b.call(r, b.op.op, inPlace, send, recv)
 	}
+	// nccl-tests makes a PreMulSum operator per call, whatever the test.
+	o, err := newPreMulSum(r.comm, b.dt.dt, mulsumScalar(r.rank))
+	if err != nil {
+		return err
+	}
+	err = b.call(r, o.Op(), inPlace, send, recv)
+	if b.keep {
+		b.keepOps = append(b.keepOps, o)
+	} else {
+		o.Close()
+	}
+	return err
+}
+
+// call is the NCCL call of the test, on rank r's buffers at send and recv.
+func (b *bench) call(r *rankState, op nccl.RedOp, inPlace bool, send, recv uintptr) error {
+	count, n, elt := b.cnt.param, b.nranks, b.elt
 	c, s := r.comm, r.stream
-	switch b.coll.name {
-	case "all_reduce":
-		return c.AllReduce(b.buf(r, send, count), b.buf(r, recv, count), op, s)
-	case "all_gather":
-		return c.AllGather(b.buf(r, send, count), b.buf(r, recv, count*uint64(n)), s)
-	case "broadcast":
-		return c.Broadcast(b.buf(r, send, count), b.buf(r, recv, count), b.root, s)
-	case "reduce":
-		return c.Reduce(b.buf(r, send, count), b.buf(r, recv, count), op, b.root, s)
-	case "reduce_scatter":
-		return c.ReduceScatter(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count), op, s)
-	case "alltoall":
-		if send != recv {
-			return c.AllToAll(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count*uint64(n)), s)
+	sb, rb := r.sendBuf, r.recvBuf // the allocations the buffers lie in
+	if inPlace {
+		sb = rb
+	}
+	switch b.coll.kind {
+	case collAllReduce:
+		return c.AllReduce(b.sub(sb, send, count), b.sub(rb, recv, count), op, s)
+	case collAllGather:
+		return c.AllGather(b.sub(sb, send, count), b.sub(rb, recv, count*uint64(n)), s)
+	case collBroadcast:
+		return c.Broadcast(b.sub(sb, send, count), b.sub(rb, recv, count), b.root, s)
+	case collReduce:
+		return c.Reduce(b.sub(sb, send, count), b.sub(rb, recv, count), op, b.root, s)
+	case collReduceScatter:
+		return c.ReduceScatter(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count), op, s)
+	case collAllToAll:
+		switch {
+		case b.ncclVersion >= alltoallRelease && send != recv:
+			return c.AllToAll(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count*uint64(n)), s)
+		case b.ncclVersion >= alltoallRelease:
+			return allToAllInPlace(c, send, count, b.dt.dt, s)
 		}
-		// In place: NCCL's alltoall refuses overlapping buffers in the
-		// binding; nccl-tests' pre-2.28 form, a group of sends and receives.
+		// Before NCCL 2.28, nccl-tests' form: a group of sends and receives.
 		return nccl.Group(func() error {
 			for p := 0; p < n; p++ {
 				off := uintptr(uint64(p) * count * elt)
-				if err := c.Send(b.buf(r, send+off, count), p, s); err != nil {
+				if err := c.Send(b.sub(sb, send+off, count), p, s); err != nil {
 					return err
 				}
-				if err := c.Recv(b.buf(r, recv+off, count), p, s); err != nil {
+				if err := c.Recv(b.sub(rb, recv+off, count), p, s); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
-	case "gather":
-		return c.Gather(b.buf(r, send, count), b.buf(r, recv, count*uint64(n)), b.root, s)
-	case "scatter":
-		return c.Scatter(b.buf(r, send, count*uint64(n)), b.buf(r, recv, count), b.root, s)
-	case "sendrecv":
+	case collGather:
+		return c.Gather(b.sub(sb, send, count), b.sub(rb, recv, count*uint64(n)), b.root, s)
+	case collScatter:
+		return c.Scatter(b.sub(sb, send, count*uint64(n)), b.sub(rb, recv, count), b.root, s)
+	case collSendRecv:
 		return nccl.Group(func() error {
-			if err := c.Send(b.buf(r, send, count), (r.rank+1)%n, s); err != nil {
+			if err := c.Send(b.sub(sb, send, count), (r.rank+1)%n, s); err != nil {
 				return err
 			}
-			return c.Recv(b.buf(r, recv, count), (r.rank-1+n)%n, s)
+			return c.Recv(b.sub(rb, recv, count), (r.rank-1+n)%n, s)
 		})
-	case "hypercube":
+	case collHypercube:
 		size := count * elt
 		if own := recv + uintptr(uint64(r.rank)*size); own != send {
 			dst := cuda.Wrap[uint8](own, int(size), r.dev)
@@ -829,10 +931,10 @@ func (b *bench) runColl(r *rankState, inPlace bool, shift uint64) error {
 			hi := lo ^ mask
 			peer := r.rank ^ mask
 			err := nccl.Group(func() error {
-				if err := c.Send(b.buf(r, recv+uintptr(uint64(lo)*size), count*uint64(mask)), peer, s); err != nil {
+				if err := c.Send(b.sub(rb, recv+uintptr(uint64(lo)*size), count*uint64(mask)), peer, s); err != nil {
 					return err
 				}
-				return c.Recv(b.buf(r, recv+uintptr(uint64(hi)*size), count*uint64(mask)), peer, s)
+				return c.Recv(b.sub(rb, recv+uintptr(uint64(hi)*size), count*uint64(mask)), peer, s)
 			})
 			if err != nil {
 				return err
@@ -875,8 +977,8 @@ func newPreMulSum(c *nccl.Communicator, dt nccl.DataType, v int64) (*nccl.Custom
 }
 
 // pattern of the current run with seed.
-func (b *bench) pattern(seed uint64) pattern {
-	return newPattern(b.dt.dt, b.op, b.coll.reduces, seed)
+func (b *bench) pattern(seed uint64) *pattern {
+	return newPattern(b.dt.dt, b.op, b.coll.reduces, b.nranks, seed)
 }
 
 // initData writes every local rank's input and clears its output (data
@@ -902,7 +1004,7 @@ func (b *bench) initData(inPlace bool, seed uint64) error {
 			in = r.recv + uintptr(b.cnt.sendInPlace*b.elt*uint64(r.rank))
 		}
 		host := b.hostBuf(sb)
-		p.fill(host, r.rank, 0, b.cnt.send)
+		p.fill(host, layout{{n: b.cnt.send, src: srcInput, rank: r.rank}})
 		if err := cuda.Wrap[uint8](in, int(sb), r.dev).CopyFromHost(host); err != nil {
 			return err
 		}
@@ -920,13 +1022,14 @@ func (b *bench) hostBuf(n uint64) []byte {
 	return b.host[:n]
 }
 
-// checkData compares every local rank's output with the reference and
-// returns the number of wrong elements.
+// checkData compares every local rank's output with what it must hold
+// and returns the number of wrong elements of this process's ranks.
 func (b *bench) checkData(inPlace bool) (int64, error) {
 	eb := b.expectedBytes()
 	if eb == 0 {
 		return 0, nil
 	}
+	p := b.pattern(b.rep)
 	var wrong int64
 	for _, r := range b.ranks {
 		out := r.recv
@@ -937,56 +1040,61 @@ func (b *bench) checkData(inPlace bool) (int64, error) {
 		if err := cuda.Wrap[uint8](out, int(eb), r.dev).CopyToHost(host); err != nil {
 			return 0, err
 		}
-		wrong += countWrong(b.dt.dt, host, b.expectation(r.rank, inPlace), b.nranks)
+		wrong += p.check(host, b.outLayout(r.rank, inPlace))
 	}
 	return wrong, nil
 }
 
-// expectation is what rank q's checked output must hold.
-func (b *bench) expectation(q int, inPlace bool) expectation {
-	p := b.pattern(b.rep)
-	n, param, root, op := b.nranks, b.cnt.param, b.root, b.op
-	move := func(r int, i uint64) (int64, float64) {
-		v := p.at(r, i)
-		return v, float64(v)
+// outLayout is what rank q's checked output must hold.
+func (b *bench) outLayout(q int, inPlace bool) layout {
+	n, param, root, total := b.nranks, b.cnt.param, b.root, b.cnt.recv
+	in := func(r int, off, count uint64) segment { return segment{n: count, src: srcInput, rank: r, off: off} }
+	reduced := layout{{n: total, src: srcReduced}}
+	zero := layout{{n: total}}
+	blocks := func(f func(p int) segment) layout {
+		l := make(layout, n)
+		for p := range l {
+			l[p] = f(p)
+		}
+		return l
 	}
-	zero := func(uint64) (int64, float64) { return 0, 0 }
+	gathered := blocks(func(p int) segment { return in(p, 0, param) })
 	switch b.coll.name {
 	case "all_reduce":
-		return func(i uint64) (int64, float64) { return p.reduced(op, n, i) }
+		return reduced
 	case "reduce":
 		switch {
 		case q == root:
-			return func(i uint64) (int64, float64) { return p.reduced(op, n, i) }
+			return reduced
 		case inPlace:
-			return func(i uint64) (int64, float64) { return move(q, i) }
+			return layout{in(q, 0, total)}
 		}
 		return zero
 	case "reduce_scatter":
-		return func(i uint64) (int64, float64) { return p.reduced(op, n, uint64(q)*param+i) }
+		return layout{{n: total, src: srcReduced, off: uint64(q) * param}}
 	case "broadcast":
-		return func(i uint64) (int64, float64) { return move(root, i) }
+		return layout{in(root, 0, total)}
 	case "all_gather", "hypercube":
-		return func(i uint64) (int64, float64) { return move(int(i/param), i%param) }
+		return gathered
 	case "gather":
 		switch {
 		case q == root:
-			return func(i uint64) (int64, float64) { return move(int(i/param), i%param) }
+			return gathered
 		case inPlace:
-			return func(i uint64) (int64, float64) {
-				if int(i/param) == q {
-					return move(q, i%param)
+			return blocks(func(p int) segment {
+				if p == q {
+					return in(q, 0, param)
 				}
-				return 0, 0
-			}
+				return segment{n: param}
+			})
 		}
 		return zero
 	case "scatter":
-		return func(i uint64) (int64, float64) { return move(root, uint64(q)*param+i) }
+		return layout{in(root, uint64(q)*param, total)}
 	case "alltoall":
-		return func(i uint64) (int64, float64) { return move(int(i/param), uint64(q)*param+i%param) }
+		return blocks(func(p int) segment { return in(p, uint64(q)*param, param) })
 	case "sendrecv":
-		return func(i uint64) (int64, float64) { return move((q-1+n)%n, i) }
+		return layout{in((q-1+n)%n, 0, total)}
 	}
 	return zero
 }

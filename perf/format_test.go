@@ -56,10 +56,10 @@ func TestTableMatchesNCCLTests(t *testing.T) {
 	b.Reset()
 	b.WriteString(head)
 	rows := []Row{
-		{Size: 8, Count: 2, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{9.54, 0.00084, 0, 0, true}, InPlace: Cell{9.4, 0.00085, 0, 0, true}},
-		{Size: 1048576, Count: 262144, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{14.27, 73.48, 128.59, 0, true}, InPlace: Cell{13.88, 75.55, 132.21, 0, true}},
-		{Size: 1073741824, Count: 268435456, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{2765.4, 388.27, 679.47, 3, true}, InPlace: Cell{2760.1, 389.0, 680.76, 0, false}},
-		{Size: 4096, Count: 1024, Type: "bfloat16", Op: "none", Root: 3, OutOfPlace: Cell{123456.7, 1234.5, 0.005, 1234567, true}, InPlace: Cell{1, 2, 3, 0, true}},
+		{Size: 8, Count: 2, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{Time: 9.54, AlgBW: 0.00084, BusBW: 0, Wrong: 0, Checked: true}, InPlace: Cell{Time: 9.4, AlgBW: 0.00085, BusBW: 0, Wrong: 0, Checked: true}},
+		{Size: 1048576, Count: 262144, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{Time: 14.27, AlgBW: 73.48, BusBW: 128.59, Wrong: 0, Checked: true}, InPlace: Cell{Time: 13.88, AlgBW: 75.55, BusBW: 132.21, Wrong: 0, Checked: true}},
+		{Size: 1073741824, Count: 268435456, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{Time: 2765.4, AlgBW: 388.27, BusBW: 679.47, Wrong: 3, Checked: true}, InPlace: Cell{Time: 2760.1, AlgBW: 389.0, BusBW: 680.76, Wrong: 0, Checked: false}},
+		{Size: 4096, Count: 1024, Type: "bfloat16", Op: "none", Root: 3, OutOfPlace: Cell{Time: 123456.7, AlgBW: 1234.5, BusBW: 0.005, Wrong: 1234567, Checked: true}, InPlace: Cell{Time: 1, AlgBW: 2, BusBW: 3, Wrong: 0, Checked: true}},
 	}
 	for i := range rows {
 		tw.Row("all_reduce", &rows[i])
@@ -173,7 +173,7 @@ func TestJSONRoundTripAndNCCLTestsFile(t *testing.T) {
 	r := &Report{Header: Header{Program: "all_reduce_perf", Options: DefaultOptions("all_reduce"), NRanks: 2, NCCLVersion: 23007,
 		Devices: []DeviceInfo{{Rank: 0, Host: "h", PCI: "0000:01:00", Name: "GPU"}}},
 		Test: "all_reduce", Iters: 20, AvgBusBW: math.NaN(),
-		Rows: []Row{{Size: 8, Count: 2, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{1, 2, 3, 0, true}, InPlace: Cell{4, 5, 6, 0, false}}}}
+		Rows: []Row{{Size: 8, Count: 2, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{Time: 1, AlgBW: 2, BusBW: 3, Wrong: 0, Checked: true}, InPlace: Cell{Time: 4, AlgBW: 5, BusBW: 6, Wrong: 0, Checked: false}}}}
 	var b bytes.Buffer
 	if err := WriteJSON(&b, r, []string{"nccl4go", "perf", "all_reduce"}); err != nil {
 		t.Fatal(err)

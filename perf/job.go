@@ -59,17 +59,25 @@ func LocalDevices(n, localRank int) []int {
 // JobWorld joins the job the launcher describes (rendezvous.FromEnv: nccl4go
 // run, mpirun, srun, torchrun...), one rank per process, with cfg. device,
 // when >= 0, is this rank's GPU; otherwise rendezvous picks it from the
-// local rank. The returned job says where the process stands.
+// local rank. The processes coordinate on the host through the job's
+// rendezvous store ([World.Host]), as nccl-tests does through MPI: its
+// barriers and reductions make no NCCL call. Close destroys the
+// communicator and leaves the store.
 func JobWorld(ctx context.Context, job *rendezvous.Job, device int, cfg *nccl.Config) (*World, error) {
 	opts := &rendezvous.Options{Job: job, Config: cfg, Name: "nccl4go-perf"}
 	if device >= 0 {
 		opts.Device = &device
 	}
-	comm, j, err := rendezvous.Init(ctx, opts)
+	s, err := rendezvous.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &World{Comms: []*nccl.Communicator{comm}, Proc: j.Rank, NProcs: j.WorldSize, owned: true}, nil
+	comm, err := s.Communicator(ctx, nil)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return &World{Comms: []*nccl.Communicator{comm}, Proc: s.Job.Rank, NProcs: s.Job.WorldSize, Host: s, owned: true, session: s}, nil
 }
 
 // CollapsedWorld reports why a job of one rank looks like it was meant to

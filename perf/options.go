@@ -58,6 +58,30 @@ type Options struct {
 	// MinBusBW, when > 0, fails the run if the average bus bandwidth is
 	// below 90% of it (nccl-tests' NCCL_TESTS_MIN_BW).
 	MinBusBW float64
+	// PerIterTiming times every iteration with CUDA events (-I 1): each
+	// Cell gets PerIter, and the table the i_min, i_max, i_p99 and i_cv%
+	// columns. Not with CUDA graphs.
+	PerIterTiming bool
+	// PerIterSkip leaves the first iterations out of the per-iteration
+	// summary (-K; needs PerIterTiming, below Iters).
+	PerIterSkip int
+	// Timestamps prints the wall-clock time at the end of each row (-S 1).
+	Timestamps bool
+	// Unaligned offsets the send and receive buffers by this many elements
+	// (-u), so that NCCL sees unaligned addresses.
+	Unaligned int
+	// Register registers the buffers with each communicator (-R): 0 none,
+	// 1 ncclCommRegister (local registration), 2 ncclCommWindowRegister
+	// with NCCL_WIN_COLL_SYMMETRIC (symmetric windows, NCCL 2.27; 1 before,
+	// as nccl-tests falls back).
+	Register int
+	// MemoryReport prints the GPU memory the run used (-M 1): at
+	// communicator init (when the World measured it), for the buffers, and
+	// during the collectives.
+	MemoryReport bool
+	// CTAPolicy is the communicator's NCCL_CTA_POLICY flags (-x; -1 leaves
+	// NCCL's default). It takes effect through [Options.CommConfig].
+	CTAPolicy int
 }
 
 // DefaultOptions are nccl-tests' defaults: 32 MiB only, 20 iterations, 1
@@ -67,7 +91,7 @@ func DefaultOptions(test string) Options {
 		Test: test, GPUs: 1,
 		MinBytes: 32 << 20, MaxBytes: 32 << 20, StepBytes: 1 << 20, StepFactor: 1,
 		Iters: 20, Warmup: 1, AggIters: 1, Cycles: 1, Check: 1,
-		Op: "sum", Type: "float", Root: 0, Average: 1,
+		Op: "sum", Type: "float", Root: 0, Average: 1, CTAPolicy: -1,
 	}
 }
 
@@ -299,6 +323,18 @@ func (o *Options) Validate() error {
 		return bad("-T", o.Timeout, "negative")
 	case o.Graph > 0 && o.StreamNull:
 		return bad("-G", o.Graph, "the legacy default stream (-y 1) cannot be captured")
+	case o.PerIterTiming && o.Graph > 0:
+		return bad("-I", 1, "per-iteration timing cannot time CUDA graph replays (-G)")
+	case o.PerIterSkip < 0 || (o.PerIterSkip > 0 && o.PerIterSkip >= o.Iters):
+		return bad("-K", o.PerIterSkip, fmt.Sprintf("skip 0 to %d of the %d iterations", o.Iters-1, o.Iters))
+	case o.PerIterSkip > 0 && !o.PerIterTiming:
+		return bad("-K", o.PerIterSkip, "needs per-iteration timing (-I 1)")
+	case o.Unaligned < 0:
+		return bad("-u", o.Unaligned, "negative")
+	case o.Register < 0 || o.Register > 2:
+		return bad("-R", o.Register, "one of 0 (none), 1 (local), 2 (symmetric)")
+	case o.CTAPolicy < -1:
+		return bad("-x", o.CTAPolicy, "a CTA policy (0, 1, 2, 3) or -1 for NCCL's default")
 	}
 	if o.Type != "all" {
 		if _, ok := lookupType(o.Type); !ok {

@@ -53,6 +53,8 @@ type Cell struct {
 	BusBW   float64 // GB/s
 	Wrong   int64   // elements that differed from the reference, over all ranks
 	Checked bool    // Wrong is meaningful (false prints N/A)
+	// PerIter are the per-iteration times (-I; nil without).
+	PerIter *IterStats
 }
 
 // Row is one line of results: one size, type, reduction and root.
@@ -167,6 +169,10 @@ type TableWriter struct {
 	// JSONPath, when set, prints nccl-tests' "# Writing JSON output to"
 	// line first.
 	JSONPath string
+	// perIter and stamps are -I and -S of the run begun.
+	perIter, stamps bool
+	// now is the clock of the timestamps (time.Now when nil).
+	now func() time.Time
 }
 
 // Begin prints the header: the run's settings, the devices and the column
@@ -185,7 +191,7 @@ func (t *TableWriter) Begin(h *Header) {
 	}
 	graph := o.Graph
 	fmt.Fprintf(w, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d agg iters: %d validation: %d graph: %d unalign: %d\n",
-		1, h.localGPUs(), o.MinBytes, o.MaxBytes, step, kind, o.Warmup, o.Iters, o.AggIters, o.Check, graph, 0)
+		1, h.localGPUs(), o.MinBytes, o.MaxBytes, step, kind, o.Warmup, o.Iters, o.AggIters, o.Check, graph, o.Unaligned)
 	switch o.Blocking {
 	case 1:
 		fmt.Fprintf(w, "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n")
@@ -193,6 +199,14 @@ func (t *TableWriter) Begin(h *Header) {
 		fmt.Fprintf(w, "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n")
 	case 3:
 		fmt.Fprintf(w, "# Blocking Enabled: wait and barrier after each outer iteration (-n); time excludes barrier \n")
+	}
+	t.perIter, t.stamps = o.PerIterTiming && o.Graph == 0, o.Timestamps
+	if t.perIter {
+		fmt.Fprintf(w, "# Per-Iteration Report: CUDA event timing; i_* uses max over process rows")
+		if o.PerIterSkip > 0 {
+			fmt.Fprintf(w, "; summary skips first %d iterations", o.PerIterSkip)
+		}
+		fmt.Fprintf(w, " \n")
 	}
 	fmt.Fprintf(w, "#\n")
 	fmt.Fprintf(w, "# Using devices\n")
@@ -206,12 +220,28 @@ func (t *TableWriter) Begin(h *Header) {
 	if o.CPUTime {
 		timeStr = "cputime"
 	}
+	tsLbl, tsPad, tsFmt := "", 0, ""
+	if t.stamps {
+		tsLbl, tsPad, tsFmt = "timestamp", 19, "%Y-%m-%d %H:%M:%S"
+	}
 	fmt.Fprintf(w, "#\n")
+	if t.perIter {
+		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                in-place (+ per-iteration)\n", "", "", "", "", "")
+		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s %*s\n",
+			"size", "count", "type", "redop", "root",
+			timeStr, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
+			timeStr, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%", tsPad, tsLbl)
+		fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s %*s\n",
+			"(B)", "(elements)", "", "", "",
+			"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
+			"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", tsPad, tsFmt)
+		return
+	}
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n", "", "", "", "", "")
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size", "count", "type", "redop", "root",
-		timeStr, "algbw", "busbw", "#wrong", timeStr, "algbw", "busbw", "#wrong", 0, "")
+		timeStr, "algbw", "busbw", "#wrong", timeStr, "algbw", "busbw", "#wrong", tsPad, tsLbl)
 	fmt.Fprintf(w, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)", "(elements)", "", "", "",
-		"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", 0, "")
+		"(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", tsPad, tsFmt)
 }
 
 // localGPUs is the nGpus of the header line: GPUs per process.
@@ -225,22 +255,44 @@ func (h *Header) localGPUs() int {
 	return h.Options.GPUs
 }
 
-// Row prints one result line.
-func (t *TableWriter) Row(test string, r *Row) { io.WriteString(t.W, FormatRow(r)) }
-
-// FormatRow is one result line as nccl-tests prints it, newline included.
-func FormatRow(r *Row) string {
+// Row prints one result line: with -I the per-iteration columns after
+// each cell, with -S the time at the end.
+func (t *TableWriter) Row(test string, r *Row) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%12d  %12d  %8s  %6s  %6s", r.Size, r.Count, r.Type, r.Op, fmt.Sprintf("%6d", r.Root))
-	for _, c := range []*Cell{&r.OutOfPlace, &r.InPlace} {
-		if c.Checked {
-			fmt.Fprintf(&b, "  %7s  %6s  %6s  %6s", floatStr(c.Time, 7), floatStr(c.AlgBW, 6), floatStr(c.BusBW, 6), cGWidth(float64(c.Wrong), 6))
-		} else {
-			fmt.Fprintf(&b, "  %7s  %6s  %6s    N/A", floatStr(c.Time, 7), floatStr(c.AlgBW, 6), floatStr(c.BusBW, 6))
+	writeRow(&b, r, t.perIter)
+	if t.stamps {
+		now := time.Now
+		if t.now != nil {
+			now = t.now
 		}
+		fmt.Fprintf(&b, "%21s", now().Format("2006-01-02 15:04:05"))
 	}
 	b.WriteString("\n")
+	io.WriteString(t.W, b.String())
+}
+
+// FormatRow is one result line as nccl-tests prints it, newline included
+// (without the per-iteration and timestamp columns).
+func FormatRow(r *Row) string {
+	var b strings.Builder
+	writeRow(&b, r, false)
+	b.WriteString("\n")
 	return b.String()
+}
+
+func writeRow(b *strings.Builder, r *Row, perIter bool) {
+	fmt.Fprintf(b, "%12d  %12d  %8s  %6s  %6s", r.Size, r.Count, r.Type, r.Op, fmt.Sprintf("%6d", r.Root))
+	for _, c := range []*Cell{&r.OutOfPlace, &r.InPlace} {
+		if c.Checked {
+			fmt.Fprintf(b, "  %7s  %6s  %6s  %6s", floatStr(c.Time, 7), floatStr(c.AlgBW, 6), floatStr(c.BusBW, 6), cGWidth(float64(c.Wrong), 6))
+		} else {
+			fmt.Fprintf(b, "  %7s  %6s  %6s    N/A", floatStr(c.Time, 7), floatStr(c.AlgBW, 6), floatStr(c.BusBW, 6))
+		}
+		if perIter && c.PerIter != nil {
+			p := c.PerIter
+			fmt.Fprintf(b, "  %7s  %7s  %7s  %7s", floatStr(p.Min, 7), floatStr(p.Max, 7), floatStr(p.P99, 7), floatStr(p.CV, 7))
+		}
+	}
 }
 
 // End prints the footer.

@@ -23,6 +23,7 @@ func blockOf(count, elt uint64, n int) uint64 {
 // bandwidth factor, and how it runs and what it leaves in each rank's
 // output.
 type collective struct {
+	kind    collKind
 	name    string // the TEST argument, e.g. "all_reduce"
 	program string // nccl-tests' binary, e.g. "all_reduce_perf"
 	// opName is the redop column of tests without a reduction ("none"; ""
@@ -39,15 +40,32 @@ type collective struct {
 	busFactor func(n int) float64
 }
 
+// collKind names a test for the engine's hot path (a switch on an
+// integer, not on the name).
+type collKind uint8
+
+const (
+	collAllReduce collKind = iota
+	collAllGather
+	collBroadcast
+	collReduce
+	collReduceScatter
+	collAllToAll
+	collGather
+	collScatter
+	collSendRecv
+	collHypercube
+)
+
 var collectives = map[string]*collective{
 	"all_reduce": {
-		name: "all_reduce", program: "all_reduce_perf", usesOp: true, reduces: true,
+		kind: collAllReduce, name: "all_reduce", program: "all_reduce_perf", usesOp: true, reduces: true,
 		counts:    func(c, e uint64, n int) counts { return counts{send: c, recv: c, param: c} },
 		algFactor: func(n int) float64 { return 1 },
 		busFactor: func(n int) float64 { return float64(2*(n-1)) / float64(n) },
 	},
 	"all_gather": {
-		name: "all_gather", program: "all_gather_perf", opName: "none",
+		kind: collAllGather, name: "all_gather", program: "all_gather_perf", opName: "none",
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b, recv: b * uint64(n), param: b, sendInPlace: b}
@@ -56,19 +74,19 @@ var collectives = map[string]*collective{
 		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
 	},
 	"broadcast": {
-		name: "broadcast", program: "broadcast_perf", opName: "none", rooted: true,
+		kind: collBroadcast, name: "broadcast", program: "broadcast_perf", opName: "none", rooted: true,
 		counts:    func(c, e uint64, n int) counts { return counts{send: c, recv: c, param: c} },
 		algFactor: func(n int) float64 { return 1 },
 		busFactor: func(n int) float64 { return 1 },
 	},
 	"reduce": {
-		name: "reduce", program: "reduce_perf", usesOp: true, reduces: true, rooted: true,
+		kind: collReduce, name: "reduce", program: "reduce_perf", usesOp: true, reduces: true, rooted: true,
 		counts:    func(c, e uint64, n int) counts { return counts{send: c, recv: c, param: c} },
 		algFactor: func(n int) float64 { return 1 },
 		busFactor: func(n int) float64 { return 1 },
 	},
 	"reduce_scatter": {
-		name: "reduce_scatter", program: "reduce_scatter_perf", usesOp: true, reduces: true,
+		kind: collReduceScatter, name: "reduce_scatter", program: "reduce_scatter_perf", usesOp: true, reduces: true,
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b * uint64(n), recv: b, param: b, recvInPlace: b}
@@ -77,7 +95,7 @@ var collectives = map[string]*collective{
 		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
 	},
 	"alltoall": {
-		name: "alltoall", program: "alltoall_perf", opName: "none", noInCheck: true,
+		kind: collAllToAll, name: "alltoall", program: "alltoall_perf", opName: "none", noInCheck: true,
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b * uint64(n), recv: b * uint64(n), param: b}
@@ -86,7 +104,7 @@ var collectives = map[string]*collective{
 		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
 	},
 	"gather": {
-		name: "gather", program: "gather_perf", opName: "none", rooted: true,
+		kind: collGather, name: "gather", program: "gather_perf", opName: "none", rooted: true,
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b, recv: b * uint64(n), param: b, sendInPlace: b}
@@ -95,7 +113,7 @@ var collectives = map[string]*collective{
 		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
 	},
 	"scatter": {
-		name: "scatter", program: "scatter_perf", opName: "none", rooted: true,
+		kind: collScatter, name: "scatter", program: "scatter_perf", opName: "none", rooted: true,
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b * uint64(n), recv: b, param: b, recvInPlace: b}
@@ -104,13 +122,13 @@ var collectives = map[string]*collective{
 		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
 	},
 	"sendrecv": {
-		name: "sendrecv", program: "sendrecv_perf", usesOp: true, noInCheck: true,
+		kind: collSendRecv, name: "sendrecv", program: "sendrecv_perf", usesOp: true, noInCheck: true,
 		counts:    func(c, e uint64, n int) counts { return counts{send: c, recv: c, param: c} },
 		algFactor: func(n int) float64 { return 1 },
 		busFactor: func(n int) float64 { return 1 },
 	},
 	"hypercube": {
-		name: "hypercube", program: "hypercube_perf", opName: "", pow2: true,
+		kind: collHypercube, name: "hypercube", program: "hypercube_perf", opName: "", pow2: true,
 		counts: func(c, e uint64, n int) counts {
 			b := blockOf(c, e, n)
 			return counts{send: b, recv: b * uint64(n), param: b, sendInPlace: b}
