@@ -177,6 +177,29 @@ func cellJSON(c Cell, cpu bool) *jsonCell {
 	return jc
 }
 
+// perIterJSON is a cell's per-iteration times in nccl-tests' form (nil
+// without -I); NaN and infinities are written as "nan".
+func perIterJSON(p *IterStats) *jsonPerIter {
+	if p == nil {
+		return nil
+	}
+	j := &jsonPerIter{Skipped: p.Skipped, MinUS: flexFloat(p.Min), MaxUS: flexFloat(p.Max), AvgUS: flexFloat(p.Avg),
+		P50US: flexFloat(p.P50), P95US: flexFloat(p.P95), P99US: flexFloat(p.P99), StdevUS: flexFloat(p.Stdev),
+		CVPct: flexFloat(p.CV), TimesUS: flexFloats(p.Times)}
+	for _, t := range p.PerProcess {
+		j.PerProcess = append(j.PerProcess, flexFloats(t))
+	}
+	return j
+}
+
+func flexFloats(v []float64) []flexFloat {
+	out := make([]flexFloat, len(v))
+	for i, x := range v {
+		out[i] = flexFloat(x)
+	}
+	return out
+}
+
 // jsonStream writes one JSON document piece by piece, as nccl-tests'
 // util.cu does: a stack of open objects and lists, so that whatever is
 // open can be closed at any time and the file stays valid. Objects and
@@ -359,7 +382,8 @@ func (j *JSONWriter) Begin(h *Header) {
 	s.field("nccl_version", h.NCCLVersion)
 	c := jsonConfig{NThreads: 1, NGPUs: h.localGPUs(), MinBytes: o.MinBytes, MaxBytes: o.MaxBytes,
 		Warmup: o.Warmup, Iters: o.Iters, AggIters: o.AggIters, Validation: o.Check, Graph: o.Graph,
-		Blocking: o.Blocking != 0, Devices: h.Devices}
+		Blocking: o.Blocking != 0, Devices: h.Devices,
+		PerIter: flexBool(o.PerIterTiming && o.Graph == 0), PerIterSkip: o.PerIterSkip}
 	if o.StepFactor > 1 {
 		c.StepFactor = &o.StepFactor
 	} else {
@@ -404,7 +428,13 @@ func (j *JSONWriter) Row(test string, r *Row) {
 	s.field("redop", r.Op)
 	s.field("root", r.Root)
 	s.field("out_of_place", cellJSON(r.OutOfPlace, j.cpu))
+	if pi := perIterJSON(r.OutOfPlace.PerIter); pi != nil {
+		s.field("out_of_place_per_iter", pi)
+	}
 	s.field("in_place", cellJSON(r.InPlace, j.cpu))
+	if pi := perIterJSON(r.InPlace.PerIter); pi != nil {
+		s.field("in_place_per_iter", pi)
+	}
 	s.field("actual_iterations", j.iter)
 	s.field("experiment_name", "")
 	s.close()
@@ -583,11 +613,14 @@ func fromJSONCell(c *jsonCell) Cell {
 	return out
 }
 
-// CSVWriter writes one line per row (a header line first) as the run goes.
+// CSVWriter writes one line per row (a header line first) as the run goes;
+// with per-iteration timing (-I) each line ends with the i_min, i_max,
+// i_p99 and i_cv% of both cells.
 type CSVWriter struct {
-	w      *csv.Writer
-	header bool
-	nranks int
+	w       *csv.Writer
+	header  bool
+	nranks  int
+	perIter bool // -I: the i_* columns of both cells follow
 }
 
 // NewCSVWriter returns a Reporter writing CSV to w.
@@ -600,8 +633,14 @@ func (c *CSVWriter) Begin(h *Header) {
 		return
 	}
 	c.header = true
-	c.w.Write([]string{"test", "nranks", "size", "count", "type", "redop", "root",
-		"time_us", "algbw_gbs", "busbw_gbs", "wrong", "inplace_time_us", "inplace_algbw_gbs", "inplace_busbw_gbs", "inplace_wrong"})
+	c.perIter = h.Options.PerIterTiming && h.Options.Graph == 0
+	cols := []string{"test", "nranks", "size", "count", "type", "redop", "root",
+		"time_us", "algbw_gbs", "busbw_gbs", "wrong", "inplace_time_us", "inplace_algbw_gbs", "inplace_busbw_gbs", "inplace_wrong"}
+	if c.perIter {
+		cols = append(cols, "i_min_us", "i_max_us", "i_p99_us", "i_cv_pct",
+			"inplace_i_min_us", "inplace_i_max_us", "inplace_i_p99_us", "inplace_i_cv_pct")
+	}
+	c.w.Write(cols)
 	c.w.Flush()
 }
 
@@ -614,9 +653,19 @@ func (c *CSVWriter) Row(test string, r *Row) {
 		}
 		return strconv.FormatInt(cell.Wrong, 10)
 	}
-	c.w.Write([]string{test, strconv.Itoa(c.nranks), strconv.FormatUint(r.Size, 10), strconv.FormatUint(r.Count, 10), r.Type, r.Op, strconv.Itoa(r.Root),
+	rec := []string{test, strconv.Itoa(c.nranks), strconv.FormatUint(r.Size, 10), strconv.FormatUint(r.Count, 10), r.Type, r.Op, strconv.Itoa(r.Root),
 		f(r.OutOfPlace.Time), f(r.OutOfPlace.AlgBW), f(r.OutOfPlace.BusBW), wrong(r.OutOfPlace),
-		f(r.InPlace.Time), f(r.InPlace.AlgBW), f(r.InPlace.BusBW), wrong(r.InPlace)})
+		f(r.InPlace.Time), f(r.InPlace.AlgBW), f(r.InPlace.BusBW), wrong(r.InPlace)}
+	if c.perIter {
+		for _, cell := range []Cell{r.OutOfPlace, r.InPlace} {
+			if p := cell.PerIter; p != nil {
+				rec = append(rec, f(p.Min), f(p.Max), f(p.P99), f(p.CV))
+			} else {
+				rec = append(rec, "", "", "", "")
+			}
+		}
+	}
+	c.w.Write(rec)
 	c.w.Flush()
 }
 

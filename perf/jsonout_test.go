@@ -52,8 +52,8 @@ func TestCreateJSONFreshPath(t *testing.T) {
 func TestJSONWriterStreams(t *testing.T) {
 	r := &Report{Header: Header{Program: "all_reduce_perf", Options: DefaultOptions("all_reduce"), NRanks: 2, NCCLVersion: 22803},
 		Test: "all_reduce", Iters: 20, AvgBusBW: 1.5,
-		Rows: []Row{{Size: 8, Count: 2, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{1, 2, 3, 0, true}, InPlace: Cell{4, 5, 6, 0, true}},
-			{Size: 16, Count: 4, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{1, 2, 3, 0, true}, InPlace: Cell{4, 5, 6, 0, true}}}}
+		Rows: []Row{{Size: 8, Count: 2, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{Time: 1, AlgBW: 2, BusBW: 3, Checked: true}, InPlace: Cell{Time: 4, AlgBW: 5, BusBW: 6, Checked: true}},
+			{Size: 16, Count: 4, Type: "float", Op: "sum", Root: -1, OutOfPlace: Cell{Time: 1, AlgBW: 2, BusBW: 3, Checked: true}, InPlace: Cell{Time: 4, AlgBW: 5, BusBW: 6, Checked: true}}}}
 	p := filepath.Join(t.TempDir(), "s.json")
 	j, err := CreateJSON(p, []string{"nccl4go", "perf", "all_reduce"})
 	if err != nil {

@@ -223,6 +223,9 @@ func newPerfFlags() *perfFlags {
 	intv(&p.stream, "y", "stream_null", "1: use the legacy default stream")
 	intv(&p.cputime, "C", "report_cputime", "1: report host time to issue the operations")
 	intv(&p.timeout, "T", "timeout", "abort a wait longer than `SEC` seconds (0: none)")
+	intv(&p.periter, "I", "per_iter_timing", "1: time every iteration with CUDA events (i_min, i_max, i_p99, i_cv% columns)")
+	intv(&p.periterSkip, "K", "per_iter_skip", "leave the first `N` iterations out of -I's statistics")
+	intv(&p.stamps, "S", "report_timestamps", "1: print the time at the end of each row")
 
 	begin("Ranks (under nccl4go run, mpirun, srun or torchrun each process is one rank)")
 	intv(&o.GPUs, "g", "ngpus", "GPUs (ranks) this process drives")
@@ -253,11 +256,8 @@ func newPerfFlags() *perfFlags {
 	hidden(&p.threads, "t", "nthreads")
 	hidden(&p.pinit, "p", "parallel_init")
 	hidden(&p.reg, "R", "local_register")
-	hidden(&p.stamps, "S", "report_timestamps")
 	hidden(&p.mem, "M", "memory")
 	hidden(&p.unalign, "u", "unalign")
-	hidden(&p.periter, "I", "per_iter_timing")
-	hidden(&p.periterSkip, "K", "per_iter_skip")
 	hidden(&p.cta, "x", "cta_policy")
 	hidden(&p.devImpl, "D", "device_implementation")
 	hidden(&p.devCTAs, "V", "device_cta_count")
@@ -296,11 +296,8 @@ var perfNotDone = []struct {
 	{"t", "-t, --nthreads N>1", "one thread drives a process's GPUs: use -g, or a process per GPU", 1},
 	{"p", "-p, --parallel_init 1", "parallel init by threads: there is one thread", 0},
 	{"R", "-R, --local_register 1|2", "buffer registration: not in the engine yet", 0},
-	{"S", "-S, --report_timestamps 1", "timestamps: not in the engine yet", 0},
 	{"M", "-M, --memory 1", "memory report: not in the engine yet", 0},
 	{"u", "-u, --unalign N", "misaligned buffers: not in the engine yet", 0},
-	{"I", "-I, --per_iter_timing 1", "per-iteration timing: not in the engine yet", 0},
-	{"K", "-K, --per_iter_skip N", "needs -I", 0},
 	{"x", "-x, --cta_policy N", "CTA policy: not in the engine yet", -1},
 	{"D", "-D, --device_impl... N", "device-API kernels: nccl4go cannot launch kernels yet", 0},
 	{"V", "-V, --device_cta_count N", "the same", 16},
@@ -381,14 +378,16 @@ func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err 
 	} else {
 		tests = []string{test}
 	}
-	values := map[string]int{"t": p.threads, "p": p.pinit, "R": p.reg, "S": p.stamps, "M": p.mem, "u": p.unalign,
-		"I": p.periter, "K": p.periterSkip, "x": p.cta, "D": p.devImpl, "V": p.devCTAs}
+	values := map[string]int{"t": p.threads, "p": p.pinit, "R": p.reg, "M": p.mem, "u": p.unalign,
+		"x": p.cta, "D": p.devImpl, "V": p.devCTAs}
 	for _, n := range perfNotDone {
 		if v, ok := values[n.flag]; ok && v != n.def {
 			return nil, perfUsageError("perf: -%s %d: %s", n.flag, v, n.why)
 		}
 	}
 	switch {
+	case p.periter != 0 && p.periter != 1:
+		return nil, perfUsageError("perf: -I %d: 0 (off) or 1 (on)", p.periter)
 	case p.timeout < 0:
 		return nil, perfUsageError("perf: -T %d: negative", p.timeout)
 	case p.o.Graph > 0 && p.o.Blocking != 0:
@@ -399,6 +398,9 @@ func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err 
 	default:
 		return nil, perfUsageError("perf: --progress %q: auto, always or never", p.progress)
 	}
+	p.o.PerIterTiming = p.periter == 1
+	p.o.PerIterSkip = p.periterSkip
+	p.o.Timestamps = p.stamps != 0
 	p.o.StreamNull = p.stream != 0
 	p.o.CPUTime = p.cputime != 0
 	p.o.Timeout = time.Duration(p.timeout) * time.Second

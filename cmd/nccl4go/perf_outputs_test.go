@@ -90,3 +90,53 @@ func TestFakePerfJSONInterrupted(t *testing.T) {
 		}
 	})
 }
+
+// -I, -K and -S reach the engine; the per-iteration times go into the
+// table, the CSV and the JSON (nccl-tests' v3 names), which perf analyze
+// reads.
+func TestFakePerfPerIteration(t *testing.T) {
+	dir := t.TempDir()
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		js, csvPath := filepath.Join(dir, "i.json"), filepath.Join(dir, "i.csv")
+		out, _, err := runCLI(t, "perf", "all_reduce", "-b", "8", "-e", "1K", "-f", "4", "-n", "10", "-I", "1", "-K", "2", "-S", "1", "-J", js, "--csv", csvPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"i_min", "i_cv%", "timestamp", "summary skips first 2 iterations"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("table lacks %q", want)
+			}
+		}
+		b, _ := os.ReadFile(js)
+		var doc struct {
+			Config struct {
+				PerIter bool `json:"per_iter_timing"`
+				Skip    int  `json:"per_iter_skip"`
+			} `json:"config"`
+			Results []struct {
+				OOP *struct {
+					Skipped int       `json:"skipped_iterations"`
+					Times   []float64 `json:"times_us"`
+				} `json:"out_of_place_per_iter"`
+				IP *struct{} `json:"in_place_per_iter"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || !doc.Config.PerIter || doc.Config.Skip != 2 || len(doc.Results) != 4 {
+			t.Fatalf("JSON %v: %+v\n%s", err, doc, b)
+		}
+		for _, r := range doc.Results {
+			if r.OOP == nil || r.IP == nil || len(r.OOP.Times) != 10 || r.OOP.Skipped != 2 {
+				t.Errorf("result without per-iteration times: %+v", r)
+			}
+		}
+		csvText, _ := os.ReadFile(csvPath)
+		if lines := strings.Split(strings.TrimSpace(string(csvText)), "\n"); len(lines) != 5 || !strings.HasSuffix(lines[0], "inplace_i_cv_pct") ||
+			strings.Count(lines[1], ",") != strings.Count(lines[0], ",") {
+			t.Errorf("CSV:\n%s", csvText)
+		}
+		out, _, err = runCLI(t, "perf", "analyze", js)
+		if err != nil || !strings.Contains(out, "all_reduce, JSON version 3, 1 process(es)") || !strings.Contains(out, "statistics skip 2") {
+			t.Errorf("analyze of our own file: %v\n%s", err, out)
+		}
+	})
+}

@@ -77,3 +77,32 @@ func TestREADMEPerf(t *testing.T) {
 		}
 	}
 }
+
+// Every row of the README's "Not supported" table is one of perfNotDone
+// (a feature done is taken off both).
+func TestREADMENotDoneRows(t *testing.T) {
+	sec := readmePerf(t)
+	_, table, _ := strings.Cut(sec, "### Not supported (yet)")
+	table, _, _ = strings.Cut(table, "###")
+	rows := 0
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		rows++
+		ok := false
+		for _, nd := range perfNotDone {
+			key, _, _ := strings.Cut(nd.what, "(")
+			if nd.flag != "" {
+				key = "`-" + nd.flag + ","
+			}
+			ok = ok || strings.Contains(line, key)
+		}
+		if !ok {
+			t.Errorf("README lists as not done what perf -h does not: %s", line)
+		}
+	}
+	if rows != len(perfNotDone)-1 { // -D and -V share a row
+		t.Errorf("README's table has %d rows for %d entries of perfNotDone", rows, len(perfNotDone))
+	}
+}
