@@ -215,10 +215,10 @@ func buildFigure(title string, series []*Series) (*figure, error) {
 		fig.bw.Title.Text = prefix + "bus bandwidth"
 		fig.bw.Y.Label.Text = "busbw (GB/s)"
 	case nAlg == len(fig.lines)/2:
-		fig.bw.Title.Text = prefix + "algorithm bandwidth (one rank: busbw is 0)"
+		fig.bw.Title.Text = prefix + "algbw (one rank: busbw is 0)"
 		fig.bw.Y.Label.Text = "algbw (GB/s)"
 	default:
-		fig.bw.Title.Text = prefix + "bandwidth (busbw; algbw where busbw is 0)"
+		fig.bw.Title.Text = prefix + "busbw (algbw where busbw is 0)"
 		fig.bw.Y.Label.Text = "GB/s"
 	}
 	fig.tm.Title.Text = "time per operation"
@@ -231,6 +231,21 @@ func buildFigure(title string, series []*Series) (*figure, error) {
 	}
 	fig.tm.Y.Scale = plot.LogScale{}
 	fig.tm.Y.Tick.Marker = logTicks{}
+	logBW := bwLogScale(fig.lines)
+	if logBW {
+		fig.bw.Y.Scale = plot.LogScale{}
+		fig.bw.Y.Tick.Marker = logTicks{}
+		fig.bw.Title.Text += ", log scale"
+		for i := range fig.lines {
+			pos := fig.lines[i].bw[:0:0]
+			for _, p := range fig.lines[i].bw {
+				if p.Y > 0 {
+					pos = append(pos, p)
+				}
+			}
+			fig.lines[i].bw = pos
+		}
+	}
 	legendFont := font.From(plot.DefaultFont, 9)
 	perCol := 1
 	cols := 1
@@ -276,11 +291,30 @@ func buildFigure(title string, series []*Series) (*figure, error) {
 		}
 		fig.legend[i/perCol].Add(l.label, thumbs...)
 	}
-	fig.bw.Y.Min = 0
-	if fig.bw.Y.Max <= 0 {
-		fig.bw.Y.Max = 1
+	if !logBW {
+		fig.bw.Y.Min = 0
+		if fig.bw.Y.Max <= 0 {
+			fig.bw.Y.Max = 1
+		}
 	}
 	return fig, nil
+}
+
+// bwLogScale reports whether the bandwidth panel needs a log scale: some
+// line reaches ten times the largest out-of-place bandwidth. That is an
+// in-place operation that moves nothing (an all-reduce on one rank), whose
+// "bandwidth" would flatten every other line on a linear axis.
+func bwLogScale(lines []plotLine) bool {
+	oop, all := 0.0, 0.0
+	for _, l := range lines {
+		for _, p := range l.bw {
+			all = math.Max(all, p.Y)
+			if !l.inPlace {
+				oop = math.Max(oop, p.Y)
+			}
+		}
+	}
+	return oop > 0 && all > 10*oop
 }
 
 // seriesAlgBW reports whether a series' bandwidth is drawn as algbw: its

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
 )
 
 // sweep is a synthetic run: sizes 8 B.. (n sizes, doubling), each type,
@@ -148,5 +150,43 @@ func TestPlotFiles(t *testing.T) {
 			t.Errorf("%s: no line in the palette's first colour", name)
 		}
 		os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644)
+	}
+}
+
+// A one-rank in-place all-reduce moves nothing: its "bandwidth" is huge
+// and flattened every other line; the bandwidth axis turns logarithmic
+// when some line reaches ten times the out-of-place maximum.
+func TestPlotLogBandwidthForNoOps(t *testing.T) {
+	one := sweep("all_reduce (1 rank)", "all_reduce", 1, 26, []string{"float"}, []string{"sum"}, []int{-1})
+	fig, err := buildFigure("", []*Series{one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, log := fig.bw.Y.Scale.(plot.LogScale); log {
+		t.Error("log bandwidth axis for ordinary lines")
+	}
+	for i := range one.Rows {
+		one.Rows[i].InPlace.Time = 0.5
+		one.Rows[i].InPlace.AlgBW = float64(one.Rows[i].Size) / 0.5 / 1e3
+	}
+	one.Rows[0].OutOfPlace.AlgBW = 0 // not drawable on a log axis
+	fig, err = buildFigure("", []*Series{one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, log := fig.bw.Y.Scale.(plot.LogScale); !log || !strings.Contains(fig.bw.Title.Text, "log") {
+		t.Errorf("no log bandwidth axis: %q", fig.bw.Title.Text)
+	}
+	for _, l := range fig.lines {
+		for _, p := range l.bw {
+			if p.Y <= 0 {
+				t.Errorf("%s: point %v on a log axis", l.label, p)
+			}
+		}
+	}
+	if dir := os.Getenv("PERF_PLOT_DIR"); dir != "" {
+		f, _ := os.Create(filepath.Join(dir, "one-rank-noop.png"))
+		Plot(f, "png", "nccl4go perf", one)
+		f.Close()
 	}
 }
