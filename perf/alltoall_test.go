@@ -64,3 +64,40 @@ func calls(t *testing.T, path string) map[string]int {
 	}
 	return n
 }
+
+// alltoallv's generated pattern is nccl-tests' distance-weighted one: on
+// 4 ranks rank 0 sends 0, 1/6, 2/6 and 3/6 of its bytes (spread 1), a
+// quarter each (spread 0); every rank sends and receives the same total,
+// and what rank q receives is packed from each source in rank order.
+func TestAlltoallvPattern(t *testing.T) {
+	const total = 1 << 20
+	for j, want := range []uint64{0, total / 6 &^ 15, 2 * total / 6 &^ 15, 3 * total / 6 &^ 15} {
+		if got := alltoallvPeerBytes(0, j, 4, total, 1); got != want {
+			t.Errorf("spread 1: 0 -> %d: %d bytes, want %d", j, got, want)
+		}
+		if got := alltoallvPeerBytes(0, j, 4, total, 0); got != total/4 {
+			t.Errorf("spread 0: 0 -> %d: %d bytes, want %d", j, got, total/4)
+		}
+	}
+	for _, n := range []int{1, 2, 3, 5} {
+		b := &bench{nranks: n, opts: Options{AlltoallvSpread: 0.7}}
+		b.dt, _ = lookupType("float")
+		b.coll, _ = lookupTest("alltoallv")
+		b.setSize(3 << 20)
+		for q := 0; q < n; q++ {
+			var sent, recvd uint64
+			for p := 0; p < n; p++ {
+				sent += alltoallvPeerBytes(q, p, n, b.cnt.param*uint64(n)*4, 0.7) / 4
+			}
+			l := b.alltoallvLayout(q)
+			for _, s := range l {
+				if s.src == srcInput {
+					recvd += s.n
+				}
+			}
+			if sent != b.cnt.send || recvd != b.cnt.recv || l.count() != b.cnt.recv {
+				t.Errorf("%d ranks, rank %d: sends %d, receives %d, layout %d; counts %+v", n, q, sent, recvd, l.count(), b.cnt)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
@@ -33,9 +34,13 @@ type World struct {
 	// through MPI. JobWorld sets it to the job's rendezvous session. When
 	// nil and NProcs > 1, they go through the communicators (a small NCCL
 	// operation each, on streams of their own).
-	Host    HostChannel
-	owned   bool
-	session *rendezvous.Session
+	Host HostChannel
+	// InitMemory is the GPU memory the communicators' creation took (the
+	// most on any of the process's GPUs; LocalWorld and JobWorld measure
+	// it), for -M.
+	InitMemory int64
+	owned      bool
+	session    *rendezvous.Session
 }
 
 // HostChannel is a host-only channel between the processes of a job;
@@ -71,12 +76,17 @@ type rankState struct {
 	dev    cuda.Device
 	stream cuda.Stream
 	owned  bool // stream made here
-	send   uintptr
-	recv   uintptr
+	// send and recv are the buffers of the current type: the allocations
+	// plus -u elements.
+	send, recv uintptr
+	// sendAlloc and recvAlloc are the allocations (ncclMemAlloc).
+	sendAlloc, recvAlloc uintptr
 	// sendBuf and recvBuf cover the whole allocations: each operation's
 	// buffers are narrowed from them, so the binding checks the memory
-	// against the driver once per run, not once per call (buf).
+	// against the driver once per run, not once per call (sub).
 	sendBuf, recvBuf nccl.Buffer
+	// registered are the buffers' registrations (-R).
+	registered []io.Closer
 }
 
 // bench is one run.
@@ -90,6 +100,9 @@ type bench struct {
 	coord  coordinator
 	host   []byte // staging for data checks, maxBytes long
 	maxB   uint64 // the buffers' size
+	// memBefore and memFree are the free GPU memory (-M) before the
+	// buffers and after them.
+	memBefore, memFree uint64
 	// ncclVersion is the loaded NCCL's ncclGetVersion.
 	ncclVersion int
 
@@ -168,6 +181,13 @@ func Run(ctx context.Context, opts Options, world *World, rep Reporter) (*Report
 	if opts.MinBusBW > 0 && !(report.AvgBusBW >= opts.MinBusBW*0.9) {
 		report.BWFailed = true
 	}
+	if opts.MemoryReport {
+		free, err := b.freeMemory()
+		if err != nil {
+			return report, err
+		}
+		report.Memory = &MemoryReport{Init: world.InitMemory, Buffers: report.BufferMemory, Collective: int64(b.memFree) - int64(free)}
+	}
 	report.LastError, _ = nccl.LastError()
 	report.End = time.Now()
 	rep.End(report)
@@ -242,6 +262,9 @@ func (b *bench) setup() (*Header, error) {
 		}
 	}
 	b.maxB = max(o.MaxBytes, 64)
+	if b.memBefore, err = b.freeMemory(); err != nil {
+		return nil, err
+	}
 	b.host = make([]byte, 0)
 	for _, r := range b.ranks {
 		if o.StreamNull {
@@ -252,26 +275,90 @@ func (b *bench) setup() (*Header, error) {
 			}
 			r.owned = true
 		}
-		if r.send, err = nccl.MemAllocRaw(r.dev, b.maxB); err != nil {
-			return nil, &RunError{fmt.Sprintf("allocating %d bytes on %s", b.maxB, r.dev), err}
+		// -u pads the allocations with 8 bytes (the largest type) per
+		// element of misalignment, as nccl-tests does.
+		size := b.maxB + 8*uint64(o.Unaligned)
+		if r.sendAlloc, err = nccl.MemAllocRaw(r.dev, size); err != nil {
+			return nil, &RunError{fmt.Sprintf("allocating %d bytes on %s", size, r.dev), err}
 		}
-		if r.recv, err = nccl.MemAllocRaw(r.dev, b.maxB); err != nil {
-			return nil, &RunError{fmt.Sprintf("allocating %d bytes on %s", b.maxB, r.dev), err}
+		if r.recvAlloc, err = nccl.MemAllocRaw(r.dev, size); err != nil {
+			return nil, &RunError{fmt.Sprintf("allocating %d bytes on %s", size, r.dev), err}
 		}
-		r.sendBuf = nccl.RawBuffer(r.send, int(b.maxB), nccl.Uint8, int(r.dev))
-		r.recvBuf = nccl.RawBuffer(r.recv, int(b.maxB), nccl.Uint8, int(r.dev))
+		r.send, r.recv = r.sendAlloc, r.recvAlloc
+		r.sendBuf = nccl.RawBuffer(r.sendAlloc, int(size), nccl.Uint8, int(r.dev))
+		r.recvBuf = nccl.RawBuffer(r.recvAlloc, int(size), nccl.Uint8, int(r.dev))
 	}
+	if err := b.register(); err != nil {
+		return nil, err
+	}
+	if b.memFree, err = b.freeMemory(); err != nil {
+		return nil, err
+	}
+	h.BufferMemory = b.memBefore - b.memFree
 	return h, nil
+}
+
+// register registers every rank's buffers with its communicator (-R), as
+// nccl-tests does: symmetric windows (collective, so in one group) from
+// NCCL 2.27, else local registration.
+func (b *bench) register() error {
+	if b.opts.Register == 0 {
+		return nil
+	}
+	symmetric := b.opts.Register == 2 && b.ncclVersion >= 22700
+	return nccl.Group(func() error {
+		for _, r := range b.ranks {
+			for _, buf := range []nccl.Buffer{r.sendBuf, r.recvBuf} {
+				var reg io.Closer
+				var err error
+				if symmetric {
+					reg, err = r.comm.RegisterWindow(buf, nccl.WindowCollSymmetric)
+				} else {
+					reg, err = r.comm.RegisterBuffer(buf)
+				}
+				if err != nil {
+					return &RunError{fmt.Sprintf("registering the buffers (-R %d)", b.opts.Register), err}
+				}
+				r.registered = append(r.registered, reg)
+			}
+		}
+		return nil
+	})
+}
+
+// freeMemory is the least free memory over this process's GPUs, the
+// minimum over processes: with the value before, what -M reports (the
+// largest use on any GPU, as nccl-tests).
+func (b *bench) freeMemory() (uint64, error) {
+	if !b.opts.MemoryReport {
+		return 0, nil
+	}
+	least := uint64(math.MaxUint64)
+	for _, r := range b.ranks {
+		free, _, err := r.dev.MemInfo()
+		if err != nil {
+			return 0, &RunError{"device memory (-M)", err}
+		}
+		least = min(least, free)
+	}
+	m, err := b.coord.reduce(float64(least), reduceMin)
+	if err != nil {
+		return 0, &RunError{"device memory (-M)", err}
+	}
+	return uint64(m), nil
 }
 
 // free releases what setup allocated.
 func (b *bench) free() {
 	for _, r := range b.ranks {
-		if r.send != 0 {
-			nccl.MemFree(r.send)
+		for _, reg := range r.registered {
+			reg.Close()
 		}
-		if r.recv != 0 {
-			nccl.MemFree(r.recv)
+		if r.sendAlloc != 0 {
+			nccl.MemFree(r.sendAlloc)
+		}
+		if r.recvAlloc != 0 {
+			nccl.MemFree(r.recvAlloc)
 		}
 		if r.owned {
 			r.stream.Destroy()
@@ -403,6 +490,10 @@ func firstTable(rep Reporter) (*TableWriter, bool) {
 func (b *bench) setSize(size uint64) {
 	b.elt = uint64(b.dt.dt.Size())
 	b.cnt = b.coll.counts(size/b.elt, b.elt, b.nranks)
+	if b.coll.kind == collAllToAllV {
+		v := alltoallvCount(b.cnt.param, b.elt, b.nranks, b.opts.AlltoallvSpread)
+		b.cnt.send, b.cnt.recv = v, v
+	}
 	b.total = max(b.sendBytes(), b.expectedBytes())
 	b.steps = 1
 	if b.total != 0 {
@@ -413,10 +504,19 @@ func (b *bench) setSize(size uint64) {
 func (b *bench) sendBytes() uint64     { return b.cnt.send * b.elt }
 func (b *bench) expectedBytes() uint64 { return b.cnt.recv * b.elt }
 
+// misalign points the buffers -u elements of dt past the allocations.
+func (b *bench) misalign(dt dataType) {
+	off := uintptr(b.opts.Unaligned * dt.dt.Size())
+	for _, r := range b.ranks {
+		r.send, r.recv = r.sendAlloc+off, r.recvAlloc+off
+	}
+}
+
 // timeTest is nccl-tests' TimeTest: warm up, then sweep the sizes.
 func (b *bench) timeTest(dt dataType, op redOp, root int, report *Report, rep Reporter) error {
 	o := &b.opts
 	b.dt, b.op, b.root = dt, op, root
+	b.misalign(dt)
 	if err := b.coord.barrier(); err != nil {
 		return &RunError{"barrier", err}
 	}
@@ -445,6 +545,11 @@ func (b *bench) timeTest(dt dataType, op redOp, root int, report *Report, rep Re
 			}
 			if row.InPlace, err = b.benchTime(true); err != nil {
 				return b.fail(size, "in-place", err)
+			}
+			if o.Ceiling {
+				if row.Ceiling, err = b.ceiling(); err != nil {
+					return b.fail(size, "ceiling", err)
+				}
 			}
 			report.Rows = append(report.Rows, row)
 			rep.Row(b.coll.name, &report.Rows[len(report.Rows)-1])
@@ -918,6 +1023,8 @@ func (b *bench) call(r *rankState, op nccl.RedOp, inPlace bool, send, recv uintp
 			}
 			return c.Recv(b.sub(rb, recv, count), (r.rank-1+n)%n, s)
 		})
+	case collAllToAllV:
+		return b.alltoallv(r, sb, rb, send, recv)
 	case collHypercube:
 		size := count * elt
 		if own := recv + uintptr(uint64(r.rank)*size); own != send {
@@ -1095,6 +1202,8 @@ func (b *bench) outLayout(q int, inPlace bool) layout {
 		return blocks(func(p int) segment { return in(p, uint64(q)*param, param) })
 	case "sendrecv":
 		return layout{in((q-1+n)%n, 0, total)}
+	case "alltoallv":
+		return b.alltoallvLayout(q)
 	}
 	return zero
 }

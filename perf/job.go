@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/rendezvous"
 )
 
@@ -34,11 +36,44 @@ func CommConfig(test string) *nccl.Config {
 // (NCCL 2.30.3 and NCCL_MULTI_RANK_GPU_ENABLE=1). Close destroys the
 // communicators.
 func LocalWorld(ctx context.Context, devices []int, cfg *nccl.Config) (*World, error) {
+	before := freeMemory(devices)
 	comms, err := nccl.InitAllContext(ctx, devices, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &World{Comms: comms, NProcs: 1, owned: true}, nil
+	return &World{Comms: comms, NProcs: 1, owned: true, InitMemory: usedSince(devices, before)}, nil
+}
+
+// freeMemory is each device's free memory (0 where unknown).
+func freeMemory(devices []int) []uint64 {
+	out := make([]uint64, len(devices))
+	for i, d := range devices {
+		out[i], _, _ = cuda.Device(d).MemInfo()
+	}
+	return out
+}
+
+// usedSince is the most memory any device lost since before.
+func usedSince(devices []int, before []uint64) int64 {
+	var most int64
+	for i, f := range freeMemory(devices) {
+		if before[i] != 0 && f != 0 {
+			most = max(most, int64(before[i])-int64(f))
+		}
+	}
+	return most
+}
+
+// CommConfig is the communicator configuration of a run with these
+// options: [CommConfig] of the test, with the CTA policy of -x
+// (NCCL_CTA_POLICY flags; the binding refuses a policy the loaded NCCL
+// lacks).
+func (o *Options) CommConfig() *nccl.Config {
+	cfg := CommConfig(o.Test)
+	if o.CTAPolicy >= 0 {
+		cfg.CTAPolicy = nccl.Ptr(nccl.CTAPolicy(o.CTAPolicy))
+	}
+	return cfg
 }
 
 // LocalDevices are the devices of nccl-tests' -g n for the process at
@@ -72,12 +107,79 @@ func JobWorld(ctx context.Context, job *rendezvous.Job, device int, cfg *nccl.Co
 	if err != nil {
 		return nil, err
 	}
+	var devs []int
+	if d, err := s.Device(); err == nil {
+		devs = []int{d}
+	}
+	before := freeMemory(devs)
 	comm, err := s.Communicator(ctx, nil)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	return &World{Comms: []*nccl.Communicator{comm}, Proc: s.Job.Rank, NProcs: s.Job.WorldSize, Host: s, owned: true, session: s}, nil
+	w := &World{Comms: []*nccl.Communicator{comm}, Proc: s.Job.Rank, NProcs: s.Job.WorldSize, Host: s, owned: true, session: s,
+		InitMemory: usedSince(devs, before)}
+	color, split, err := SplitColor(s.Job.Rank, os.Getenv)
+	if err != nil || !split {
+		if err != nil {
+			w.Close()
+		}
+		return w, err
+	}
+	// NCCL_TESTS_SPLIT_MASK / NCCL_TESTS_SPLIT: one communicator per
+	// colour, every group benchmarked at once; the processes still meet on
+	// the host as one job, as nccl-tests' MPI_COMM_WORLD barriers do.
+	child, err := comm.Split(color, s.Job.Rank, nil)
+	if err == nil {
+		err = comm.Destroy()
+		w.Comms[0] = child
+	} else {
+		w.Close()
+		return nil, err
+	}
+	w.Group = color
+	return w, err
+}
+
+// SplitColor is the colour nccl-tests gives process proc from
+// NCCL_TESTS_SPLIT_MASK (hexadecimal: proc & mask) or NCCL_TESTS_SPLIT
+// ("AND n" or "&n", "OR n" or "|n", "MOD n" or "%n", "DIV n" or "/n";
+// case-insensitive, n decimal or 0x-hexadecimal), read through getenv;
+// split is false when neither is set. Processes of one colour form one
+// communicator (JobWorld splits the job's by it).
+func SplitColor(proc int, getenv func(string) string) (color int, split bool, err error) {
+	if v := getenv("NCCL_TESTS_SPLIT_MASK"); v != "" {
+		m, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(v), "0x"), "0X"), 16, 63)
+		if err != nil {
+			return 0, false, &OptionError{"NCCL_TESTS_SPLIT_MASK", v, "not a hexadecimal mask"}
+		}
+		return proc & int(m), true, nil
+	}
+	v := strings.TrimSpace(getenv("NCCL_TESTS_SPLIT"))
+	if v == "" {
+		return 0, false, nil
+	}
+	for _, op := range []struct {
+		names []string
+		f     func(p, n int) int
+	}{
+		{[]string{"AND", "&"}, func(p, n int) int { return p & n }},
+		{[]string{"OR", "|"}, func(p, n int) int { return p | n }},
+		{[]string{"MOD", "%"}, func(p, n int) int { return p % n }},
+		{[]string{"DIV", "/"}, func(p, n int) int { return p / n }},
+	} {
+		for _, name := range op.names {
+			if len(v) < len(name) || !strings.EqualFold(v[:len(name)], name) {
+				continue
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(v[len(name):]), 0, 32)
+			if err != nil || (n == 0 && (name == "MOD" || name == "%" || name == "DIV" || name == "/")) {
+				return 0, false, &OptionError{"NCCL_TESTS_SPLIT", v, "want AND, OR, MOD or DIV (or &, |, %, /) and a number (not 0 for MOD and DIV)"}
+			}
+			return op.f(proc, int(n)), true, nil
+		}
+	}
+	return 0, false, &OptionError{"NCCL_TESTS_SPLIT", v, "want AND, OR, MOD or DIV (or &, |, %, /) and a number"}
 }
 
 // CollapsedWorld reports why a job of one rank looks like it was meant to

@@ -79,6 +79,15 @@ type Options struct {
 	// communicator init (when the World measured it), for the buffers, and
 	// during the collectives.
 	MemoryReport bool
+	// Ceiling measures, beside each row, the bandwidth limit of the path
+	// it measured where known (Row.Ceiling): on one rank, a device memcpy
+	// of the same bytes. Not an nccl-tests option; it adds that copy's
+	// time to the run.
+	Ceiling bool
+	// AlltoallvSpread is alltoallv's distance weighting, 0 (equal shares)
+	// to 1 (more to more distant ranks; the default), nccl-tests'
+	// NCCL_TESTS_ALLTOALLV_SPREAD.
+	AlltoallvSpread float64
 	// CTAPolicy is the communicator's NCCL_CTA_POLICY flags (-x; -1 leaves
 	// NCCL's default). It takes effect through [Options.CommConfig].
 	CTAPolicy int
@@ -91,7 +100,7 @@ func DefaultOptions(test string) Options {
 		Test: test, GPUs: 1,
 		MinBytes: 32 << 20, MaxBytes: 32 << 20, StepBytes: 1 << 20, StepFactor: 1,
 		Iters: 20, Warmup: 1, AggIters: 1, Cycles: 1, Check: 1,
-		Op: "sum", Type: "float", Root: 0, Average: 1, CTAPolicy: -1,
+		Op: "sum", Type: "float", Root: 0, Average: 1, CTAPolicy: -1, AlltoallvSpread: 1,
 	}
 }
 
@@ -333,6 +342,8 @@ func (o *Options) Validate() error {
 		return bad("-u", o.Unaligned, "negative")
 	case o.Register < 0 || o.Register > 2:
 		return bad("-R", o.Register, "one of 0 (none), 1 (local), 2 (symmetric)")
+	case !(o.AlltoallvSpread >= 0 && o.AlltoallvSpread <= 1):
+		return bad("NCCL_TESTS_ALLTOALLV_SPREAD", o.AlltoallvSpread, "between 0 and 1")
 	case o.CTAPolicy < -1:
 		return bad("-x", o.CTAPolicy, "a CTA policy (0, 1, 2, 3) or -1 for NCCL's default")
 	}

@@ -44,6 +44,42 @@ type Header struct {
 	Devices     []DeviceInfo
 	// ReducedMaxBytes is set when the sweep was cut to fit GPU memory.
 	ReducedMaxBytes uint64
+	// BufferMemory is the GPU memory the benchmark's buffers took (-M;
+	// the most on any GPU of the job).
+	BufferMemory uint64
+}
+
+// MemoryReport is nccl-tests' "GPU memory usage" line (-M): bytes used on
+// the GPU that used the most, at communicator creation, by the
+// benchmark's buffers, and during the collectives (NCCL's own
+// allocations on first use of a path).
+type MemoryReport struct {
+	Init       int64  `json:"initialization"`
+	Buffers    uint64 `json:"user_allocated"`
+	Collective int64  `json:"collective"`
+}
+
+// memString is nccl-tests' getMemString: B, KB, MB or GB with 2, 1 or 0
+// decimals.
+func memString(n int64) string {
+	v := float64(n)
+	unit := " B"
+	switch a := math.Abs(v); {
+	case a >= 1<<30:
+		v, unit = v/(1<<30), " GB"
+	case a >= 1<<20:
+		v, unit = v/(1<<20), " MB"
+	case a >= 1<<10:
+		v, unit = v/(1<<10), " KB"
+	}
+	prec := 0
+	switch a := math.Abs(v); {
+	case a < 10:
+		prec = 2
+	case a < 100:
+		prec = 1
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64) + unit
 }
 
 // Cell is one timing column group: out-of-place or in-place.
@@ -66,6 +102,9 @@ type Row struct {
 	Root       int    // -1 when the test has no root
 	OutOfPlace Cell
 	InPlace    Cell
+	// Ceiling is the limit of the measured path, where known and asked
+	// for (Options.Ceiling; nil otherwise).
+	Ceiling *Ceiling
 }
 
 // Report is a whole run.
@@ -85,6 +124,8 @@ type Report struct {
 	// Skipped lists the type and reduction pairs of an "all" sweep that the
 	// loaded NCCL or the GPU does not support, with the reason.
 	Skipped []string
+	// Memory is the -M report (nil without -M).
+	Memory *MemoryReport
 	// LastError is ncclGetLastError after the run ("" when NCCL logged
 	// nothing), printed last as nccl-tests does.
 	LastError string
@@ -313,6 +354,10 @@ func (t *TableWriter) End(r *Report) {
 	fmt.Fprintf(w, "# %-20s : %s %s\n", "Avg bus bandwidth", cG(r.AvgBusBW), bwStatus)
 	fmt.Fprintf(w, "#\n")
 	fmt.Fprintf(w, "# Collective test concluded: %s\n", r.Program)
+	if m := r.Memory; m != nil {
+		fmt.Fprintf(w, "# %-20s : Initialization %s | User-Allocated %s | Collective %s | Total  %s\n", "GPU memory usage",
+			memString(m.Init), memString(int64(m.Buffers)), memString(m.Collective), memString(m.Init+int64(m.Buffers)+m.Collective))
+	}
 	fmt.Fprintf(w, "#\n")
 	if r.LastError != "" {
 		fmt.Fprintf(w, "# error: %s\n", r.LastError)

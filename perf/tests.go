@@ -38,6 +38,9 @@ type collective struct {
 	// busFactor is busbw/algbw; algFactor is algbw*sec/(param*elt).
 	algFactor func(n int) float64
 	busFactor func(n int) float64
+	// algBytes, when set, replaces param*elt*algFactor: the bytes algbw
+	// counts (alltoallv: the most a rank sends or receives).
+	algBytes func(param, elt uint64, n int) uint64
 }
 
 // collKind names a test for the engine's hot path (a switch on an
@@ -55,6 +58,7 @@ const (
 	collScatter
 	collSendRecv
 	collHypercube
+	collAllToAllV
 )
 
 var collectives = map[string]*collective{
@@ -127,6 +131,19 @@ var collectives = map[string]*collective{
 		algFactor: func(n int) float64 { return 1 },
 		busFactor: func(n int) float64 { return 1 },
 	},
+	"alltoallv": {
+		// nccl-tests' generated pattern at its default spread (1.0: more
+		// to more distant ranks); Options.AlltoallvSpread sets another.
+		kind: collAllToAllV, name: "alltoallv", program: "alltoallv_perf", opName: "none", noInCheck: true,
+		counts: func(c, e uint64, n int) counts {
+			p := blockOf(c, e, n)
+			v := alltoallvCount(p, e, n, 1)
+			return counts{send: v, recv: v, param: p}
+		},
+		algFactor: func(n int) float64 { return float64(n) },
+		busFactor: func(n int) float64 { return float64(n-1) / float64(n) },
+		algBytes:  func(p, e uint64, n int) uint64 { return alltoallvCount(p, e, n, 1) * e },
+	},
 	"hypercube": {
 		kind: collHypercube, name: "hypercube", program: "hypercube_perf", opName: "", pow2: true,
 		counts: func(c, e uint64, n int) counts {
@@ -173,6 +190,9 @@ func Bandwidth(test string, count, elt uint64, sec float64, nranks int) (algbw, 
 		return 0, 0, false
 	}
 	alg := float64(count*elt) * c.algFactor(nranks) / 1.0e9 / sec
+	if c.algBytes != nil {
+		alg = float64(c.algBytes(count, elt, nranks)) / 1.0e9 / sec
+	}
 	return alg, alg * c.busFactor(nranks), true
 }
 

@@ -1,0 +1,24 @@
+package perf
+
+// UnsupportedFeature is an nccl-tests 2.19.6 option or variable that this
+// engine does not provide, and why.
+type UnsupportedFeature struct {
+	Flag   string // the short flag, e.g. "-D" ("" for a variable)
+	Name   string // the long flag or the environment variable
+	Reason string
+}
+
+// Unsupported lists nccl-tests 2.19.6's features this engine does not run,
+// with the reason, for the command's help and the README. Every other
+// option of nccl-tests' getopt list (and NCCL_TESTS_DEVICE,
+// NCCL_TESTS_MIN_BW, NCCL_TESTS_SPLIT_MASK, NCCL_TESTS_SPLIT,
+// NCCL_TESTS_ALLTOALLV_SPREAD) has an [Options] field or is read by
+// [JobWorld].
+var Unsupported = []UnsupportedFeature{
+	{"-D", "--device_implementation", "times nccl-tests' own CUDA kernels over NCCL's device API; nccl4go cannot launch kernels yet"},
+	{"-V", "--device_cta_count", "the CTA count of -D's kernels (see -D)"},
+	{"-t", "--nthreads (above 1)", "not done yet: a process drives all its GPUs from one thread, with grouped calls (-g); nccl-tests' -t spreads them over host threads, each with its own NCCL groups and thread barriers"},
+	{"-p", "--parallel_init", "concurrent communicator creation by -t's threads (see -t)"},
+	{"", "NCCL_TESTS_ALLTOALLV_MATRIX_FILE, NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", "not done yet: alltoallv runs nccl-tests' generated pattern (NCCL_TESTS_ALLTOALLV_SPREAD), not a traffic matrix read from a file"},
+	{"", "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", "not done yet: the per-rank alltoallv bandwidth lines"},
+}
