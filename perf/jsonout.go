@@ -55,8 +55,15 @@ type jsonRow struct {
 	OutOfPlaceIters *jsonPerIter    `json:"out_of_place_per_iter,omitempty"`
 	InPlace         *jsonCell       `json:"in_place"`
 	InPlaceIters    *jsonPerIter    `json:"in_place_per_iter,omitempty"`
+	Ceiling         *jsonCeiling    `json:"ceiling,omitempty"`
 	Iters           int             `json:"actual_iterations"`
 	Experiment      string          `json:"experiment_name"`
+}
+
+// jsonCeiling is a row's [Ceiling] (nccl4go's; nccl-tests has none).
+type jsonCeiling struct {
+	Path  string    `json:"path"`
+	AlgBW flexFloat `json:"alg_bw"`
 }
 
 type jsonConfig struct {
@@ -435,6 +442,9 @@ func (j *JSONWriter) Row(test string, r *Row) {
 	if pi := perIterJSON(r.InPlace.PerIter); pi != nil {
 		s.field("in_place_per_iter", pi)
 	}
+	if r.Ceiling != nil {
+		s.field("ceiling", jsonCeiling{Path: r.Ceiling.Path, AlgBW: flexFloat(r.Ceiling.AlgBW)})
+	}
 	s.field("actual_iterations", j.iter)
 	s.field("experiment_name", "")
 	s.close()
@@ -572,6 +582,9 @@ func seriesOfDoc(doc *jsonDoc, name string) (*Series, error) {
 		}
 		row.OutOfPlace = fromJSONCell(jr.OutOfPlace)
 		row.InPlace = fromJSONCell(jr.InPlace)
+		if c := jr.Ceiling; c != nil {
+			row.Ceiling = &Ceiling{Path: c.Path, AlgBW: float64(c.AlgBW)}
+		}
 		s.Rows = append(s.Rows, row)
 	}
 	return s, nil
@@ -615,12 +628,14 @@ func fromJSONCell(c *jsonCell) Cell {
 
 // CSVWriter writes one line per row (a header line first) as the run goes;
 // with per-iteration timing (-I) each line ends with the i_min, i_max,
-// i_p99 and i_cv% of both cells.
+// i_p99 and i_cv% of both cells, and with Options.Ceiling with the path
+// and bandwidth of the row's limit.
 type CSVWriter struct {
 	w       *csv.Writer
 	header  bool
 	nranks  int
 	perIter bool // -I: the i_* columns of both cells follow
+	ceiling bool // Options.Ceiling: the path and algbw of the row's limit
 }
 
 // NewCSVWriter returns a Reporter writing CSV to w.
@@ -634,11 +649,15 @@ func (c *CSVWriter) Begin(h *Header) {
 	}
 	c.header = true
 	c.perIter = h.Options.PerIterTiming && h.Options.Graph == 0
+	c.ceiling = h.Options.Ceiling
 	cols := []string{"test", "nranks", "size", "count", "type", "redop", "root",
 		"time_us", "algbw_gbs", "busbw_gbs", "wrong", "inplace_time_us", "inplace_algbw_gbs", "inplace_busbw_gbs", "inplace_wrong"}
 	if c.perIter {
 		cols = append(cols, "i_min_us", "i_max_us", "i_p99_us", "i_cv_pct",
 			"inplace_i_min_us", "inplace_i_max_us", "inplace_i_p99_us", "inplace_i_cv_pct")
+	}
+	if c.ceiling {
+		cols = append(cols, "ceiling_path", "ceiling_algbw_gbs")
 	}
 	c.w.Write(cols)
 	c.w.Flush()
@@ -663,6 +682,13 @@ func (c *CSVWriter) Row(test string, r *Row) {
 			} else {
 				rec = append(rec, "", "", "", "")
 			}
+		}
+	}
+	if c.ceiling {
+		if r.Ceiling != nil {
+			rec = append(rec, r.Ceiling.Path, f(r.Ceiling.AlgBW))
+		} else {
+			rec = append(rec, "", "")
 		}
 	}
 	c.w.Write(rec)

@@ -127,7 +127,10 @@ func runPerf(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func (p *perfFlags) world(ctx context.Context, test string, stderr io.Writer) (*perf.World, error) {
 	ictx, cancel := context.WithTimeout(ctx, p.initTimeout)
 	defer cancel()
-	cfg := perf.CommConfig(test)
+	o := p.o
+	o.Test = test
+	cfg := o.CommConfig() // nccl-tests' configuration, and -x
+
 	job, jobErr := rendezvous.FromEnv()
 	if jobErr == nil && job.WorldSize > 1 {
 		if len(p.o.Devices) > 1 || (len(p.o.Devices) == 0 && p.o.GPUs != 1) {
@@ -242,6 +245,9 @@ func (p *perfFlags) runOne(ctx context.Context, o perf.Options, world *perf.Worl
 	}
 	if !p.summary && p.csvOut != "-" {
 		reps = append(reps, table)
+		if o.Ceiling {
+			reps = append(reps, &ceilingTable{w: stdout})
+		}
 	}
 	if p.csvOut == "-" {
 		reps = append(reps, perf.NewCSVWriter(stdout))
@@ -275,6 +281,17 @@ type perfTestSummary struct {
 	BusFactor   float64  `json:"bus_factor"`
 	NCCLVersion int      `json:"nccl_version"`
 	Skipped     []string `json:"skipped,omitempty"`
+	// Ceiling is the limit at the largest size that has one (--ceiling).
+	Ceiling *ceilingSummary `json:"ceiling,omitempty"`
+}
+
+// ceilingSummary is a row's out-of-place algbw against its path's limit.
+type ceilingSummary struct {
+	Path  string  `json:"path"`
+	Size  uint64  `json:"size"`
+	AlgBW float64 `json:"algbw_gbs"`
+	Limit float64 `json:"limit_algbw_gbs"`
+	Ratio float64 `json:"ratio"`
 }
 
 func perfSummaryOf(reports []*perf.Report) perfSummary {
@@ -287,6 +304,9 @@ func perfSummaryOf(reports []*perf.Report) perfSummary {
 		}
 		t.BusFactor, _ = perf.BusFactor(r.Test, r.NRanks)
 		for _, row := range r.Rows {
+			if c := row.Ceiling; c != nil && c.AlgBW > 0 && (t.Ceiling == nil || row.Size >= t.Ceiling.Size) {
+				t.Ceiling = &ceilingSummary{Path: c.Path, Size: row.Size, AlgBW: row.OutOfPlace.AlgBW, Limit: c.AlgBW, Ratio: row.OutOfPlace.AlgBW / c.AlgBW}
+			}
 			for _, c := range []perf.Cell{row.OutOfPlace, row.InPlace} {
 				if c.BusBW > t.PeakBusBW {
 					t.PeakBusBW, t.PeakAt = c.BusBW, row.Size

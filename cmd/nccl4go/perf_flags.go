@@ -226,6 +226,12 @@ func newPerfFlags() *perfFlags {
 	intv(&p.periter, "I", "per_iter_timing", "1: time every iteration with CUDA events (i_min, i_max, i_p99, i_cv% columns)")
 	intv(&p.periterSkip, "K", "per_iter_skip", "leave the first `N` iterations out of -I's statistics")
 	intv(&p.stamps, "S", "report_timestamps", "1: print the time at the end of each row")
+	intv(&p.reg, "R", "local_register", "register the buffers: 1 ncclCommRegister, 2 symmetric windows (NCCL 2.27)")
+	intv(&p.unalign, "u", "unalign", "misalign the buffers by `N` elements")
+	intv(&p.cta, "x", "cta_policy", "the communicators' NCCL CTA policy `FLAGS` (default: NCCL's)")
+	intv(&p.mem, "M", "memory", "1: report the GPU memory used (init, buffers, collectives)")
+	fs.BoolVar(&p.o.Ceiling, "ceiling", false, "measure each row's limit where known (one rank: a device memcpy of the same bytes)")
+	add("ceiling")
 
 	begin("Ranks (under nccl4go run, mpirun, srun or torchrun each process is one rank)")
 	intv(&o.GPUs, "g", "ngpus", "GPUs (ranks) this process drives")
@@ -255,14 +261,31 @@ func newPerfFlags() *perfFlags {
 	}
 	hidden(&p.threads, "t", "nthreads")
 	hidden(&p.pinit, "p", "parallel_init")
-	hidden(&p.reg, "R", "local_register")
-	hidden(&p.mem, "M", "memory")
-	hidden(&p.unalign, "u", "unalign")
-	hidden(&p.cta, "x", "cta_policy")
 	hidden(&p.devImpl, "D", "device_implementation")
 	hidden(&p.devCTAs, "V", "device_cta_count")
 	p.groups = p.groups[:len(p.groups)-1]
 	return p
+}
+
+// wrapIndent wraps text into lines of at most width characters, each
+// indented by indent blanks.
+func wrapIndent(text string, indent, width int) string {
+	var b strings.Builder
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && indent+len(line)+1+len(w) > width {
+			b.WriteString(strings.Repeat(" ", indent) + line + "\n")
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		b.WriteString(strings.Repeat(" ", indent) + line + "\n")
+	}
+	return b.String()
 }
 
 // cUint is an unsigned flag read as strtol reads it (-f).
@@ -286,24 +309,11 @@ func (c cUint) Set(s string) error {
 
 func (cUint) Type() string { return "uint" }
 
-// perfNotDone lists nccl-tests 2.19.6 features nccl4go perf does not do,
-// with why; perf -h and the README print it. Each flag is accepted at its
-// default value and refused otherwise with its reason.
-var perfNotDone = []struct {
-	flag, what, why string
-	def             int // the value that is accepted
-}{
-	{"t", "-t, --nthreads N>1", "one thread drives a process's GPUs: use -g, or a process per GPU", 1},
-	{"p", "-p, --parallel_init 1", "parallel init by threads: there is one thread", 0},
-	{"R", "-R, --local_register 1|2", "buffer registration: not in the engine yet", 0},
-	{"M", "-M, --memory 1", "memory report: not in the engine yet", 0},
-	{"u", "-u, --unalign N", "misaligned buffers: not in the engine yet", 0},
-	{"x", "-x, --cta_policy N", "CTA policy: not in the engine yet", -1},
-	{"D", "-D, --device_impl... N", "device-API kernels: nccl4go cannot launch kernels yet", 0},
-	{"V", "-V, --device_cta_count N", "the same", 16},
-	{"", "alltoallv", "the test: not in the engine yet", 0},
-	{"", "NCCL_TESTS_SPLIT(_MASK)", "communicators split by colour: not in the engine yet", 0},
-}
+// perfAccepted are the values of the flags of [perf.Unsupported] that
+// nccl4go perf accepts (nccl-tests' defaults, which mean "not used"), so
+// that nccl-tests command lines run; any other value is refused with the
+// feature's reason.
+var perfAccepted = map[string]int{"-t": 1, "-p": 0, "-D": 0, "-V": 16}
 
 // usage writes perf -h: short and grouped.
 func (p *perfFlags) usage(w io.Writer) {
@@ -341,9 +351,13 @@ after TEST.
 			fmt.Fprintf(w, "  %-26s %s\n", left, usage)
 		}
 	}
-	fmt.Fprintf(w, "\nNot supported yet (nccl-tests 2.19.6 has them; their default values are accepted):\n")
-	for _, n := range perfNotDone {
-		fmt.Fprintf(w, "  %-26s %s\n", n.what, n.why)
+	fmt.Fprintf(w, "\nNot supported (nccl-tests 2.19.6 has them; flags are accepted at their defaults):\n")
+	for _, u := range perf.Unsupported {
+		what := u.Name
+		if u.Flag != "" {
+			what = u.Flag + ", " + u.Name
+		}
+		fmt.Fprintf(w, "  %s\n%s", what, wrapIndent(u.Reason, 6, 92))
 	}
 }
 
@@ -378,11 +392,10 @@ func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err 
 	} else {
 		tests = []string{test}
 	}
-	values := map[string]int{"t": p.threads, "p": p.pinit, "R": p.reg, "M": p.mem, "u": p.unalign,
-		"x": p.cta, "D": p.devImpl, "V": p.devCTAs}
-	for _, n := range perfNotDone {
-		if v, ok := values[n.flag]; ok && v != n.def {
-			return nil, perfUsageError("perf: -%s %d: %s", n.flag, v, n.why)
+	values := map[string]int{"-t": p.threads, "-p": p.pinit, "-D": p.devImpl, "-V": p.devCTAs}
+	for _, u := range perf.Unsupported {
+		if v, ok := values[u.Flag]; ok && v != perfAccepted[u.Flag] {
+			return nil, perfUsageError("perf: %s %d: %s", u.Flag, v, u.Reason)
 		}
 	}
 	switch {
@@ -401,6 +414,17 @@ func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err 
 	p.o.PerIterTiming = p.periter == 1
 	p.o.PerIterSkip = p.periterSkip
 	p.o.Timestamps = p.stamps != 0
+	p.o.Register = p.reg
+	p.o.Unaligned = p.unalign
+	p.o.CTAPolicy = p.cta
+	p.o.MemoryReport = p.mem != 0
+	if v := os.Getenv("NCCL_TESTS_ALLTOALLV_SPREAD"); v != "" {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return nil, perfUsageError("perf: NCCL_TESTS_ALLTOALLV_SPREAD=%q: a number from 0 to 1", v)
+		}
+		p.o.AlltoallvSpread = f
+	}
 	p.o.StreamNull = p.stream != 0
 	p.o.CPUTime = p.cputime != 0
 	p.o.Timeout = time.Duration(p.timeout) * time.Second

@@ -99,3 +99,24 @@ func TestPerfHelpAndUsageError(t *testing.T) {
 		t.Errorf("-json: no hint about --json:\n%s", errb.String())
 	}
 }
+
+// The flags of the engine's nccl-tests features reach Options.
+func TestPerfFlagsFeatures(t *testing.T) {
+	t.Setenv("NCCL_TESTS_ALLTOALLV_SPREAD", "0.25")
+	p := newPerfFlags()
+	if _, err := p.parse(strings.Fields("alltoallv -R 2 -u 1 -x 1 -M 1 -I 1 -K 3 -S 1 -z 3 --ceiling -t 1 -p 0 -D 0 -V 16"), &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	o := p.o
+	if o.Register != 2 || o.Unaligned != 1 || o.CTAPolicy != 1 || !o.MemoryReport || !o.PerIterTiming || o.PerIterSkip != 3 ||
+		!o.Timestamps || !o.Ceiling || o.AlltoallvSpread != 0.25 || o.Blocking != 3 {
+		t.Errorf("options %+v", o)
+	}
+	if cfg := o.CommConfig(); cfg.CTAPolicy == nil || *cfg.CTAPolicy != 1 {
+		t.Errorf("-x 1 not in the communicator configuration: %+v", cfg)
+	}
+	t.Setenv("NCCL_TESTS_ALLTOALLV_SPREAD", "lots")
+	if _, err := newPerfFlags().parse([]string{"alltoallv"}, &bytes.Buffer{}); err == nil {
+		t.Error("a bad NCCL_TESTS_ALLTOALLV_SPREAD was accepted")
+	}
+}

@@ -140,3 +140,34 @@ func TestFakePerfPerIteration(t *testing.T) {
 		}
 	})
 }
+
+// --ceiling: the limit of each one-rank row (a device memcpy of the same
+// bytes) in a block after nccl-tests' table, in the JSON, the CSV and the
+// --json summary, as a ratio.
+func TestFakePerfCeiling(t *testing.T) {
+	dir := t.TempDir()
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		js, csvPath := filepath.Join(dir, "c.json"), filepath.Join(dir, "c.csv")
+		out, _, err := runCLI(t, "perf", "all_reduce", "-b", "1K", "-e", "1M", "-f", "32", "-n", "3", "--ceiling", "-J", js, "--csv", csvPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, block, ok := strings.Cut(out, "# Ceiling: the limit of the measured path, measured in the same run (device memcpy of the same bytes)")
+		if !ok || strings.Count(block, "\n#      ") < 1 || !strings.Contains(block, "1048576") {
+			t.Errorf("no ceiling block:\n%s", out)
+		}
+		s, err := perf.ReadJSONFile(js)
+		if err != nil || len(s.Rows) != 3 || s.Rows[2].Ceiling == nil || s.Rows[2].Ceiling.AlgBW <= 0 {
+			t.Errorf("JSON: %v %+v", err, s)
+		}
+		csvText, _ := os.ReadFile(csvPath)
+		if !strings.Contains(string(csvText), "ceiling_algbw_gbs") || !strings.Contains(string(csvText), ",device memcpy,") {
+			t.Errorf("CSV:\n%s", csvText)
+		}
+		out, _, err = runCLI(t, "perf", "all_reduce", "-b", "1K", "-e", "1M", "-f", "32", "-n", "3", "--ceiling", "--json")
+		var sum perfSummary
+		if err != nil || json.Unmarshal([]byte(out), &sum) != nil || sum.Tests[0].Ceiling == nil || sum.Tests[0].Ceiling.Size != 1<<20 || sum.Tests[0].Ceiling.Ratio <= 0 {
+			t.Errorf("--json: %v\n%s", err, out)
+		}
+	})
+}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/nccl4go/nccl/perf"
 )
 
 // readmePerf is the README's perf section.
@@ -67,22 +69,18 @@ func TestREADMEPerf(t *testing.T) {
 	if found == 0 {
 		t.Error("no analyze example in the README")
 	}
-	for _, nd := range perfNotDone {
-		key, _, _ := strings.Cut(nd.what, "(")
-		if nd.flag != "" {
-			key = "`-" + nd.flag + ","
-		}
-		if !strings.Contains(sec, key) {
-			t.Errorf("README does not list %s (%s)", nd.what, nd.why)
+	for _, u := range perf.Unsupported {
+		if !strings.Contains(sec, "`"+readmeKey(u)) {
+			t.Errorf("README does not list %s %s (%s)", u.Flag, u.Name, u.Reason)
 		}
 	}
 }
 
-// Every row of the README's "Not supported" table is one of perfNotDone
-// (a feature done is taken off both).
+// Every row of the README's "Not supported" table is one of
+// perf.Unsupported (a feature done is taken off both).
 func TestREADMENotDoneRows(t *testing.T) {
 	sec := readmePerf(t)
-	_, table, _ := strings.Cut(sec, "### Not supported (yet)")
+	_, table, _ := strings.Cut(sec, "### Not supported")
 	table, _, _ = strings.Cut(table, "###")
 	rows := 0
 	for _, line := range strings.Split(table, "\n") {
@@ -91,18 +89,20 @@ func TestREADMENotDoneRows(t *testing.T) {
 		}
 		rows++
 		ok := false
-		for _, nd := range perfNotDone {
-			key, _, _ := strings.Cut(nd.what, "(")
-			if nd.flag != "" {
-				key = "`-" + nd.flag + ","
-			}
-			ok = ok || strings.Contains(line, key)
+		for _, u := range perf.Unsupported {
+			ok = ok || strings.Contains(line, "`"+readmeKey(u))
 		}
 		if !ok {
 			t.Errorf("README lists as not done what perf -h does not: %s", line)
 		}
 	}
-	if rows != len(perfNotDone)-1 { // -D and -V share a row
-		t.Errorf("README's table has %d rows for %d entries of perfNotDone", rows, len(perfNotDone))
+	if rows != len(perf.Unsupported) {
+		t.Errorf("README's table has %d rows for %d entries of perf.Unsupported", rows, len(perf.Unsupported))
 	}
+}
+
+// readmeKey is how the README names an unsupported feature: its long flag
+// or first variable.
+func readmeKey(u perf.UnsupportedFeature) string {
+	return strings.TrimSuffix(strings.Fields(u.Name)[0], ",")
 }
