@@ -7,14 +7,19 @@
 // # Running
 //
 // [Run] runs one test (see [Tests]: all_reduce, all_gather, broadcast,
-// reduce, reduce_scatter, alltoall, gather, scatter, sendrecv, hypercube)
-// with [Options], whose fields, meanings and defaults ([DefaultOptions])
-// are nccl-tests' flags, over a [World]: the communicators of this
-// process. [LocalWorld] makes one communicator per listed GPU of this
+// reduce, reduce_scatter, alltoall, gather, scatter, sendrecv, hypercube,
+// alltoallv) with [Options], whose fields, meanings and defaults
+// ([DefaultOptions]) are nccl-tests' flags, over a [World]: the
+// communicators of this process. [Unsupported] lists the nccl-tests
+// features it does not run, with the reason. Beyond nccl-tests,
+// [Options.Ceiling] measures each row's limit where it is known
+// ([Row.Ceiling]: on one rank, a device memcpy of the same bytes), so that
+// a result reads as a ratio to its limit. [LocalWorld] makes one communicator per listed GPU of this
 // process (nccl-tests' -g); [JobWorld] joins the processes of a launcher's
 // job, one rank each (mpirun, srun, torchrun, nccl4go run: see package
-// rendezvous). [CommConfig] is the communicator configuration a test
-// wants. Run returns a [Report] on every process; only process 0
+// rendezvous; NCCL_TESTS_SPLIT_MASK and NCCL_TESTS_SPLIT split it by
+// colour, see [SplitColor]). [Options.CommConfig] is the communicator
+// configuration a run wants (nccl-tests', and -x's CTA policy). Run returns a [Report] on every process; only process 0
 // reports as it goes.
 //
 // # Reporting

@@ -41,6 +41,12 @@ func TestCreateJSONFreshPath(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil || doc.Version != 3 || len(doc.Errors) != 1 || doc.EndTime == "" {
 		t.Errorf("file closed before Begin: %v\n%s", err, b)
 	}
+	// Any extension (nccl-tests writes nothing unless it is .json).
+	if j, err := CreateJSON(filepath.Join(dir, "r.txt"), nil); err != nil || j.Close() != nil {
+		t.Errorf("r.txt: %v", err)
+	} else if b, _ := os.ReadFile(j.Path); !json.Valid(b) {
+		t.Errorf("r.txt is not JSON:\n%s", b)
+	}
 	if _, err := CreateJSON(filepath.Join(dir, "no", "r.json"), nil); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing directory: %v", err)
 	}
