@@ -47,8 +47,9 @@ func TestFakePerfJSONInterrupted(t *testing.T) {
 		gaveUp := make(chan bool, 1)
 		go func() {
 			// Cancel once three rows are in the file (counts, not time;
-			// the minute is only a guard against a file that never fills).
-			guard := time.Now().Add(time.Minute)
+			// the 20 s are only a guard against a file that never fills,
+			// within the fake child's minute).
+			guard := time.Now().Add(20 * time.Second)
 			for ctx.Err() == nil {
 				b, _ := os.ReadFile(js)
 				if bytes.Count(b, []byte(`"size":`)) >= 3 || time.Now().After(guard) {
