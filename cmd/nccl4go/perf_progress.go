@@ -57,7 +57,7 @@ func newProgress(mode string, o perf.Options, world *perf.World, stderr, stdout 
 	pw.SetOutputWriter(stderr)
 	pw.SetAutoStop(false)
 	pw.SetTrackerLength(30)
-	pw.SetMessageLength(28)
+	pw.SetMessageLength(36)
 	pw.SetUpdateFrequency(200 * time.Millisecond)
 	pw.SetStyle(progress.StyleDefault)
 	pw.Style().Visibility.ETA = true
@@ -100,7 +100,14 @@ func (p *perfProgress) Begin(h *perf.Header) {
 
 // Row advances the bar.
 func (p *perfProgress) Row(test string, r *perf.Row) {
-	p.tracker.UpdateMessage(fmt.Sprintf("%s %s", test, perf.FormatSize(r.Size)))
+	msg := test + " " + r.Type
+	if r.Op != "" && r.Op != "none" {
+		msg += " " + r.Op
+	}
+	if r.Root >= 0 {
+		msg += fmt.Sprintf(" root %d", r.Root)
+	}
+	p.tracker.UpdateMessage(msg + " " + perf.FormatSize(r.Size))
 	p.tracker.Increment(1)
 }
 
