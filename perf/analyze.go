@@ -612,8 +612,12 @@ func WriteAnalysis(w io.Writer, a *Analysis, detail bool) error {
 	if len(a.Nodes) > 1 {
 		nodes = fmt.Sprintf(" on %d nodes", len(a.Nodes))
 	}
-	p("%s: %s, JSON version %d, %d process(es)%s, %d iterations (%d aggregated), %s", a.File, what, a.Version,
-		max(a.Processes, 1), nodes, a.Iterations, max(a.AggIters, 1), a.Placement)
+	procs := "1 process"
+	if a.Processes > 1 {
+		procs = fmt.Sprintf("%d processes", a.Processes)
+	}
+	p("%s: %s, JSON version %d, %s%s, %d iterations (%d aggregated), %s", a.File, what, a.Version,
+		procs, nodes, a.Iterations, max(a.AggIters, 1), a.Placement)
 	if a.Skip > 0 {
 		p(", statistics skip %d", a.Skip)
 	}

@@ -136,7 +136,7 @@ func TestFakePerfPerIteration(t *testing.T) {
 			t.Errorf("CSV:\n%s", csvText)
 		}
 		out, _, err = runCLI(t, "perf", "analyze", js)
-		if err != nil || !strings.Contains(out, "all_reduce, JSON version 3, 1 process(es)") || !strings.Contains(out, "statistics skip 2") {
+		if err != nil || !strings.Contains(out, "all_reduce, JSON version 3, 1 process,") || !strings.Contains(out, "statistics skip 2") {
 			t.Errorf("analyze of our own file: %v\n%s", err, out)
 		}
 	})
