@@ -62,7 +62,7 @@ func alltoallvCount(param, elt uint64, n int, spread float64) uint64 {
 func (b *bench) alltoallv(r *rankState, sb, rb nccl.Buffer, send, recv uintptr) error {
 	n, elt := b.nranks, b.elt
 	total := b.cnt.param * uint64(n) * elt
-	spread := b.opts.AlltoallvSpread
+	spread := b.opts.spread()
 	c, s := r.comm, r.stream
 	return nccl.Group(func() error {
 		for p := 0; p < n; p++ {
@@ -88,7 +88,7 @@ func (b *bench) alltoallv(r *rankState, sb, rb nccl.Buffer, send, recv uintptr) 
 func (b *bench) alltoallvLayout(q int) layout {
 	n, elt := b.nranks, b.elt
 	total := b.cnt.param * uint64(n) * elt
-	spread := b.opts.AlltoallvSpread
+	spread := b.opts.spread()
 	var l layout
 	var got uint64
 	for src := 0; src < n; src++ {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/internal/faketest"
 )
 
@@ -16,14 +17,16 @@ import (
 // 2.28 both columns use sends and receives, as nccl-tests' fallback.
 func TestInPlaceAllToAllCallsNCCLAlltoAll(t *testing.T) {
 	for _, tc := range []struct {
-		release         int
+		release, agg    int
 		alltoall, sends int
 	}{
 		// 1 warm-up + 1 sync + 3 timed out of place, 1 sync + 3 timed in place.
-		{22803, 9, 0},
-		{22703, 0, 9},
+		{22803, 1, 9, 0},
+		{22703, 1, 0, 9},
+		// -m 2: the timed operations in groups of two, in place too.
+		{22803, 2, 15, 0},
 	} {
-		t.Run(strconv.Itoa(tc.release), func(t *testing.T) {
+		t.Run(strconv.Itoa(tc.release)+"/"+strconv.Itoa(tc.agg), func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "calls.log")
 			if faketest.InChild() {
 				log = os.Getenv("FAKE_NCCL_LOG")
@@ -35,7 +38,7 @@ func TestInPlaceAllToAllCallsNCCLAlltoAll(t *testing.T) {
 				}
 				defer w.Close()
 				o := DefaultOptions("alltoall")
-				o.MinBytes, o.MaxBytes, o.Iters, o.Check = 4096, 4096, 3, 0
+				o.MinBytes, o.MaxBytes, o.Iters, o.Check, o.AggIters = 4096, 4096, 3, 0, tc.agg
 				before := calls(t, log)
 				if _, err := Run(context.Background(), o, w, nil); err != nil {
 					t.Fatal(err)
@@ -80,7 +83,7 @@ func TestAlltoallvPattern(t *testing.T) {
 		}
 	}
 	for _, n := range []int{1, 2, 3, 5} {
-		b := &bench{nranks: n, opts: Options{AlltoallvSpread: 0.7}}
+		b := &bench{nranks: n, opts: Options{AlltoallvSpread: nccl.Ptr(0.7)}}
 		b.dt, _ = lookupType("float")
 		b.coll, _ = lookupTest("alltoallv")
 		b.setSize(3 << 20)

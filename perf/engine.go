@@ -95,6 +95,7 @@ type bench struct {
 	opts   Options
 	coll   *collective
 	world  *World
+	comms  []*nccl.Communicator // this thread's share of world.Comms
 	nranks int
 	ranks  []*rankState
 	coord  coordinator
@@ -144,7 +145,9 @@ var ErrTimeout = errors.New("perf: test timeout")
 // Run runs the benchmark of opts on world and reports to rep (only on
 // process 0; rep may be nil). It returns the report on every process. A
 // wrong result is not an error: Report.Errors counts it. The benchmark
-// locks its goroutine to an OS thread while it runs.
+// locks its goroutine to an OS thread while it runs; with Options.Threads
+// above 1, each thread's goroutine drives its share of world.Comms on an
+// OS thread of its own, and the first thread reports.
 func Run(ctx context.Context, opts Options, world *World, rep Reporter) (*Report, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -152,13 +155,22 @@ func Run(ctx context.Context, opts Options, world *World, rep Reporter) (*Report
 	if world == nil || len(world.Comms) == 0 {
 		return nil, &OptionError{"world", "", "no communicator"}
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	coll, _ := lookupTest(opts.Test)
-	b := &bench{ctx: ctx, opts: opts, coll: coll, world: world}
 	if rep == nil || world.Proc != 0 {
 		rep = Reporters()
 	}
+	if opts.Threads > 1 {
+		return runThreads(ctx, opts, world, rep)
+	}
+	return run(ctx, opts, world, world.Comms, nil, rep)
+}
+
+// run is one thread's benchmark over comms; coord, when set, is its
+// coordination with the other threads and processes.
+func run(ctx context.Context, opts Options, world *World, comms []*nccl.Communicator, coord coordinator, rep Reporter) (*Report, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	coll, _ := lookupTest(opts.Test)
+	b := &bench{ctx: ctx, opts: opts, coll: coll, world: world, comms: comms, coord: coord}
 	defer b.free()
 	h, err := b.setup()
 	if err != nil {
@@ -197,13 +209,13 @@ func Run(ctx context.Context, opts Options, world *World, rep Reporter) (*Report
 // setup finds the ranks, sizes the buffers and allocates them.
 func (b *bench) setup() (*Header, error) {
 	o := &b.opts
-	first := b.world.Comms[0]
+	first := b.comms[0]
 	n, err := first.NRanks()
 	if err != nil {
 		return nil, &RunError{"communicator", err}
 	}
 	b.nranks = n
-	for _, c := range b.world.Comms {
+	for _, c := range b.comms {
 		r, err := c.Rank()
 		if err != nil {
 			return nil, &RunError{"communicator", err}
@@ -217,11 +229,13 @@ func (b *bench) setup() (*Header, error) {
 	// One process needs no coordination (nccl-tests' barriers and
 	// reductions span its threads, of which there is one); several
 	// coordinate through NCCL itself, as nccl-tests does through MPI.
-	b.coord = localCoordinator{}
 	switch {
-	case b.world.NProcs > 1 && b.world.Host != nil:
+	case b.coord != nil: // a thread's, made by runThreads
+	case b.world.NProcs <= 1:
+		b.coord = localCoordinator{}
+	case b.world.Host != nil:
 		b.coord = &hostCoordinator{ctx: b.ctx, host: b.world.Host, nprocs: b.world.NProcs}
-	case b.world.NProcs > 1:
+	default:
 		if b.coord, err = newNCCLCoordinator(b); err != nil {
 			return nil, err
 		}
@@ -491,7 +505,7 @@ func (b *bench) setSize(size uint64) {
 	b.elt = uint64(b.dt.dt.Size())
 	b.cnt = b.coll.counts(size/b.elt, b.elt, b.nranks)
 	if b.coll.kind == collAllToAllV {
-		v := alltoallvCount(b.cnt.param, b.elt, b.nranks, b.opts.AlltoallvSpread)
+		v := alltoallvCount(b.cnt.param, b.elt, b.nranks, b.opts.spread())
 		b.cnt.send, b.cnt.recv = v, v
 	}
 	b.total = max(b.sendBytes(), b.expectedBytes())

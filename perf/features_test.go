@@ -148,7 +148,7 @@ func TestSplitColor(t *testing.T) {
 
 // Every unsupported feature says why; none of the options done is listed.
 func TestUnsupportedListed(t *testing.T) {
-	done := map[string]bool{"-I": true, "-K": true, "-R": true, "-S": true, "-M": true, "-u": true, "-x": true}
+	done := map[string]bool{"-I": true, "-K": true, "-R": true, "-S": true, "-M": true, "-u": true, "-x": true, "-t": true}
 	for _, f := range Unsupported {
 		if f.Name == "" || len(f.Reason) < 20 {
 			t.Errorf("%+v: no name or reason", f)

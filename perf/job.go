@@ -70,7 +70,7 @@ func usedSince(devices []int, before []uint64) int64 {
 // lacks).
 func (o *Options) CommConfig() *nccl.Config {
 	cfg := CommConfig(o.Test)
-	if o.CTAPolicy >= 0 {
+	if o.CTAPolicy > 0 {
 		cfg.CTAPolicy = nccl.Ptr(nccl.CTAPolicy(o.CTAPolicy))
 	}
 	return cfg

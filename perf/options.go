@@ -15,6 +15,9 @@ import (
 type Options struct {
 	// Test is the collective: one of Tests.
 	Test string
+	// Threads is the number of threads of this process (-t; 0 and 1: one),
+	// each driving GPUs of the World's communicators, in order.
+	Threads int
 	// GPUs is the number of GPUs (ranks) this process drives (-g): devices
 	// first..first+GPUs-1, where first is NCCL_TESTS_DEVICE when set, else
 	// localRank*GPUs. Devices, when set, lists them instead (a device may
@@ -85,11 +88,13 @@ type Options struct {
 	// time to the run.
 	Ceiling bool
 	// AlltoallvSpread is alltoallv's distance weighting, 0 (equal shares)
-	// to 1 (more to more distant ranks; the default), nccl-tests'
-	// NCCL_TESTS_ALLTOALLV_SPREAD.
-	AlltoallvSpread float64
-	// CTAPolicy is the communicator's NCCL_CTA_POLICY flags (-x; -1 leaves
-	// NCCL's default). It takes effect through [Options.CommConfig].
+	// to 1 (more to more distant ranks), nccl-tests'
+	// NCCL_TESTS_ALLTOALLV_SPREAD; nil is its default, 1.
+	AlltoallvSpread *float64
+	// CTAPolicy is the communicator's NCCL_CTA_POLICY flags (-x): 1
+	// efficiency, 2 zero (NCCL 2.28), 3 both (2.29); 0 leaves NCCL's
+	// default (NCCL_CTA_POLICY_DEFAULT). It takes effect through
+	// [Options.CommConfig].
 	CTAPolicy int
 }
 
@@ -100,7 +105,7 @@ func DefaultOptions(test string) Options {
 		Test: test, GPUs: 1,
 		MinBytes: 32 << 20, MaxBytes: 32 << 20, StepBytes: 1 << 20, StepFactor: 1,
 		Iters: 20, Warmup: 1, AggIters: 1, Cycles: 1, Check: 1,
-		Op: "sum", Type: "float", Root: 0, Average: 1, CTAPolicy: -1, AlltoallvSpread: 1,
+		Op: "sum", Type: "float", Root: 0, Average: 1,
 	}
 }
 
@@ -304,6 +309,8 @@ func (o *Options) Validate() error {
 		return &OptionError{opt, fmt.Sprint(v), reason}
 	}
 	switch {
+	case o.Threads < 0:
+		return bad("-t", o.Threads, "negative")
 	case o.GPUs < 1 && len(o.Devices) == 0:
 		return bad("-g", o.GPUs, "need at least 1 GPU")
 	case o.MinBytes > o.MaxBytes:
@@ -342,10 +349,10 @@ func (o *Options) Validate() error {
 		return bad("-u", o.Unaligned, "negative")
 	case o.Register < 0 || o.Register > 2:
 		return bad("-R", o.Register, "one of 0 (none), 1 (local), 2 (symmetric)")
-	case !(o.AlltoallvSpread >= 0 && o.AlltoallvSpread <= 1):
-		return bad("NCCL_TESTS_ALLTOALLV_SPREAD", o.AlltoallvSpread, "between 0 and 1")
-	case o.CTAPolicy < -1:
-		return bad("-x", o.CTAPolicy, "a CTA policy (0, 1, 2, 3) or -1 for NCCL's default")
+	case o.AlltoallvSpread != nil && !(*o.AlltoallvSpread >= 0 && *o.AlltoallvSpread <= 1):
+		return bad("NCCL_TESTS_ALLTOALLV_SPREAD", *o.AlltoallvSpread, "between 0 and 1")
+	case o.CTAPolicy < 0:
+		return bad("-x", o.CTAPolicy, "a CTA policy: 0 (NCCL's default), 1, 2 or 3")
 	}
 	if o.Type != "all" {
 		if _, ok := lookupType(o.Type); !ok {
@@ -363,6 +370,14 @@ func (o *Options) Validate() error {
 		}
 	}
 	return nil
+}
+
+// spread is AlltoallvSpread or its default.
+func (o *Options) spread() float64 {
+	if o.AlltoallvSpread == nil {
+		return 1
+	}
+	return *o.AlltoallvSpread
 }
 
 // sizes is the sweep of the run: MinBytes, then by StepFactor or

@@ -232,7 +232,7 @@ func (t *TableWriter) Begin(h *Header) {
 	}
 	graph := o.Graph
 	fmt.Fprintf(w, "# nThread %d nGpus %d minBytes %d maxBytes %d step: %d(%s) warmup iters: %d iters: %d agg iters: %d validation: %d graph: %d unalign: %d\n",
-		1, h.localGPUs(), o.MinBytes, o.MaxBytes, step, kind, o.Warmup, o.Iters, o.AggIters, o.Check, graph, o.Unaligned)
+		max(o.Threads, 1), h.localGPUs(), o.MinBytes, o.MaxBytes, step, kind, o.Warmup, o.Iters, o.AggIters, o.Check, graph, o.Unaligned)
 	switch o.Blocking {
 	case 1:
 		fmt.Fprintf(w, "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n")

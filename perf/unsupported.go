@@ -17,8 +17,7 @@ type UnsupportedFeature struct {
 var Unsupported = []UnsupportedFeature{
 	{"-D", "--device_implementation", "times nccl-tests' own CUDA kernels over NCCL's device API; nccl4go cannot launch kernels yet"},
 	{"-V", "--device_cta_count", "the CTA count of -D's kernels (see -D)"},
-	{"-t", "--nthreads (above 1)", "not done yet: a process drives all its GPUs from one thread, with grouped calls (-g); nccl-tests' -t spreads them over host threads, each with its own NCCL groups and thread barriers"},
-	{"-p", "--parallel_init", "concurrent communicator creation by -t's threads (see -t)"},
+	{"-p", "--parallel_init", "not done yet: the communicators of every thread (-t) are created together, in one group, before the threads start"},
 	{"", "NCCL_TESTS_ALLTOALLV_MATRIX_FILE, NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", "not done yet: alltoallv runs nccl-tests' generated pattern (NCCL_TESTS_ALLTOALLV_SPREAD), not a traffic matrix read from a file"},
 	{"", "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY", "not done yet: the per-rank alltoallv bandwidth lines"},
 }
