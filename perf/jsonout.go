@@ -387,7 +387,7 @@ func (j *JSONWriter) Begin(h *Header) {
 	j.cpu = o.CPUTime
 	j.iter = o.Iters
 	s.field("nccl_version", h.NCCLVersion)
-	c := jsonConfig{NThreads: 1, NGPUs: h.localGPUs(), MinBytes: o.MinBytes, MaxBytes: o.MaxBytes,
+	c := jsonConfig{NThreads: max(o.Threads, 1), NGPUs: h.localGPUs(), MinBytes: o.MinBytes, MaxBytes: o.MaxBytes,
 		Warmup: o.Warmup, Iters: o.Iters, AggIters: o.AggIters, Validation: o.Check, Graph: o.Graph,
 		Blocking: o.Blocking != 0, Devices: h.Devices,
 		PerIter: flexBool(o.PerIterTiming && o.Graph == 0), PerIterSkip: o.PerIterSkip}

@@ -133,8 +133,8 @@ func (p *perfFlags) world(ctx context.Context, test string, stderr io.Writer) (*
 
 	job, jobErr := rendezvous.FromEnv()
 	if jobErr == nil && job.WorldSize > 1 {
-		if len(p.o.Devices) > 1 || (len(p.o.Devices) == 0 && p.o.GPUs != 1) {
-			return nil, fmt.Errorf("perf: under %s each process is one rank: use -g 1 (or one -devices entry)", job.Launcher)
+		if len(p.o.Devices) > 1 || (len(p.o.Devices) == 0 && p.o.GPUs != 1) || p.o.Threads > 1 {
+			return nil, fmt.Errorf("perf: under %s each process is one rank: use -g 1 and -t 1 (or one --devices entry)", job.Launcher)
 		}
 		dev := -1
 		if len(p.o.Devices) == 1 {
@@ -160,7 +160,9 @@ func (p *perfFlags) world(ctx context.Context, test string, stderr io.Writer) (*
 		if job != nil {
 			local = job.LocalRank
 		}
-		devices = perf.LocalDevices(p.o.GPUs, local)
+		// -t threads of -g GPUs each: nccl-tests' device of rank i of the
+		// process is localRank*nThreads*nGpus + i.
+		devices = perf.LocalDevices(p.o.GPUs*max(p.o.Threads, 1), local)
 	}
 	w, err := perf.LocalWorld(ictx, devices, cfg)
 	if err != nil {

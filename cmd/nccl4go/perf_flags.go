@@ -171,7 +171,7 @@ type flagGroup struct {
 }
 
 func newPerfFlags() *perfFlags {
-	p := &perfFlags{o: perf.DefaultOptions(""), threads: 1, cta: -1, devCTAs: 16}
+	p := &perfFlags{o: perf.DefaultOptions(""), threads: 1, devCTAs: 16}
 	fs := pflag.NewFlagSet("perf", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -228,13 +228,14 @@ func newPerfFlags() *perfFlags {
 	intv(&p.stamps, "S", "report_timestamps", "1: print the time at the end of each row")
 	intv(&p.reg, "R", "local_register", "register the buffers: 1 ncclCommRegister, 2 symmetric windows (NCCL 2.27)")
 	intv(&p.unalign, "u", "unalign", "misalign the buffers by `N` elements")
-	intv(&p.cta, "x", "cta_policy", "the communicators' NCCL CTA policy `FLAGS` (default: NCCL's)")
+	intv(&p.cta, "x", "cta_policy", "the communicators' NCCL CTA policy `FLAGS`: 1 efficiency, 2 zero, 3 both (0: NCCL's)")
 	intv(&p.mem, "M", "memory", "1: report the GPU memory used (init, buffers, collectives)")
 	fs.BoolVar(&p.o.Ceiling, "ceiling", false, "measure each row's limit where known (one rank: a device memcpy of the same bytes)")
 	add("ceiling")
 
 	begin("Ranks (under nccl4go run, mpirun, srun or torchrun each process is one rank)")
-	intv(&o.GPUs, "g", "ngpus", "GPUs (ranks) this process drives")
+	intv(&o.GPUs, "g", "ngpus", "GPUs (ranks) each thread drives")
+	intv(&p.threads, "t", "nthreads", "threads of this process, each on an OS thread of its own")
 	fs.Var(pflagValue{&p.devices, "list"}, "devices", "CUDA devices, one rank each: 0,1,1 (may repeat; replaces -g)")
 	add("devices")
 	fs.DurationVar(&p.initTimeout, "init-timeout", 5*time.Minute, "give up joining the job after `DUR`")
@@ -259,7 +260,6 @@ func newPerfFlags() *perfFlags {
 		fs.VarP(cInt{v}, long, short, "")
 		add(long)
 	}
-	hidden(&p.threads, "t", "nthreads")
 	hidden(&p.pinit, "p", "parallel_init")
 	hidden(&p.devImpl, "D", "device_implementation")
 	hidden(&p.devCTAs, "V", "device_cta_count")
@@ -313,7 +313,7 @@ func (cUint) Type() string { return "uint" }
 // nccl4go perf accepts (nccl-tests' defaults, which mean "not used"), so
 // that nccl-tests command lines run; any other value is refused with the
 // feature's reason.
-var perfAccepted = map[string]int{"-t": 1, "-p": 0, "-D": 0, "-V": 16}
+var perfAccepted = map[string]int{"-p": 0, "-D": 0, "-V": 16}
 
 // usage writes perf -h: short and grouped.
 func (p *perfFlags) usage(w io.Writer) {
@@ -392,7 +392,7 @@ func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err 
 	} else {
 		tests = []string{test}
 	}
-	values := map[string]int{"-t": p.threads, "-p": p.pinit, "-D": p.devImpl, "-V": p.devCTAs}
+	values := map[string]int{"-p": p.pinit, "-D": p.devImpl, "-V": p.devCTAs}
 	for _, u := range perf.Unsupported {
 		if v, ok := values[u.Flag]; ok && v != perfAccepted[u.Flag] {
 			return nil, perfUsageError("perf: %s %d: %s", u.Flag, v, u.Reason)
@@ -414,6 +414,7 @@ func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err 
 	p.o.PerIterTiming = p.periter == 1
 	p.o.PerIterSkip = p.periterSkip
 	p.o.Timestamps = p.stamps != 0
+	p.o.Threads = p.threads
 	p.o.Register = p.reg
 	p.o.Unaligned = p.unalign
 	p.o.CTAPolicy = p.cta
@@ -423,7 +424,7 @@ func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err 
 		if err != nil {
 			return nil, perfUsageError("perf: NCCL_TESTS_ALLTOALLV_SPREAD=%q: a number from 0 to 1", v)
 		}
-		p.o.AlltoallvSpread = f
+		p.o.AlltoallvSpread = &f
 	}
 	p.o.StreamNull = p.stream != 0
 	p.o.CPUTime = p.cputime != 0

@@ -104,12 +104,12 @@ func TestPerfHelpAndUsageError(t *testing.T) {
 func TestPerfFlagsFeatures(t *testing.T) {
 	t.Setenv("NCCL_TESTS_ALLTOALLV_SPREAD", "0.25")
 	p := newPerfFlags()
-	if _, err := p.parse(strings.Fields("alltoallv -R 2 -u 1 -x 1 -M 1 -I 1 -K 3 -S 1 -z 3 --ceiling -t 1 -p 0 -D 0 -V 16"), &bytes.Buffer{}); err != nil {
+	if _, err := p.parse(strings.Fields("alltoallv -R 2 -u 1 -x 1 -M 1 -I 1 -K 3 -S 1 -z 3 --ceiling -t 2 -g 2 -p 0 -D 0 -V 16"), &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	o := p.o
 	if o.Register != 2 || o.Unaligned != 1 || o.CTAPolicy != 1 || !o.MemoryReport || !o.PerIterTiming || o.PerIterSkip != 3 ||
-		!o.Timestamps || !o.Ceiling || o.AlltoallvSpread != 0.25 || o.Blocking != 3 {
+		!o.Timestamps || !o.Ceiling || o.AlltoallvSpread == nil || *o.AlltoallvSpread != 0.25 || o.Blocking != 3 || o.Threads != 2 || o.GPUs != 2 {
 		t.Errorf("options %+v", o)
 	}
 	if cfg := o.CommConfig(); cfg.CTAPolicy == nil || *cfg.CTAPolicy != 1 {

@@ -172,3 +172,30 @@ func TestFakePerfCeiling(t *testing.T) {
 		}
 	})
 }
+
+// -t 2 -g 1: two threads of one GPU each, as nccl-tests' header and JSON
+// say them. (-c 0: the fake NCCL moves data only in one-rank collectives,
+// so two ranks' results are not checked here.)
+func TestFakePerfThreads(t *testing.T) {
+	dir := t.TempDir()
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		js := filepath.Join(dir, "t.json")
+		out, _, err := runCLI(t, "perf", "all_reduce", "-t", "2", "-g", "1", "-b", "8", "-e", "1K", "-f", "4", "-n", "2", "-c", "0", "-J", js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "# nThread 2 nGpus 1 ") || strings.Count(out, "Fake GPU") != 2 {
+			t.Errorf("header:\n%s", out)
+		}
+		b, _ := os.ReadFile(js)
+		var doc struct {
+			Config struct {
+				NThreads int `json:"nthreads"`
+				NGPUs    int `json:"ngpus"`
+			} `json:"config"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || doc.Config.NThreads != 2 || doc.Config.NGPUs != 1 {
+			t.Errorf("JSON config %+v: %v", doc.Config, err)
+		}
+	})
+}

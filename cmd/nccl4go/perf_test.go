@@ -28,7 +28,7 @@ func TestPerfFlags(t *testing.T) {
 	o := p.o
 	want := perf.Options{Test: "", GPUs: 1, Devices: []int{0, 0}, MinBytes: 8, MaxBytes: 128 << 20, StepBytes: 1 << 20, StepFactor: 2,
 		Iters: 5, Warmup: 3, AggIters: 2, Cycles: 2, Check: 0, Op: "avg", Type: "half", Root: 0, Blocking: 2,
-		Timeout: 10 * time.Second, Average: 3, CPUTime: true, CTAPolicy: -1, AlltoallvSpread: 1}
+		Timeout: 10 * time.Second, Average: 3, CPUTime: true, Threads: 1}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("options\n got %+v\nwant %+v", o, want)
 	}
@@ -44,7 +44,6 @@ func TestPerfFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{},                                     // no test
 		{"nope"},                               // unknown test
-		{"all_reduce", "-t", "2"},              // threads
 		{"all_reduce", "-R", "3"},              // registration: 0, 1 or 2
 		{"all_reduce", "-D", "1"},              // device kernels
 		{"all_reduce", "-u", "-1"},             // misalignment
