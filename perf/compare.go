@@ -98,7 +98,8 @@ func WriteComparison(w io.Writer, minSize uint64, series ...*Series) error {
 		fmt.Fprintf(w, "# %10s  %8s  %6s  %6s  %8s %8s %6s %6s %6s  %8s %8s %6s %6s %6s\n",
 			"size", "type", "redop", "root", "A us", "B us", "B/A", "A bus", "B bus",
 			"A us", "B us", "B/A", "A bus", "B bus")
-		worst, worstAt := 0.0, uint64(0)
+		// The ratio furthest from 1 (worst starts unset: any ratio counts).
+		worst, worstAt, found := 0.0, uint64(0), false
 		for _, r := range rs {
 			fmt.Fprintf(w, "%12d  %8s  %6s  %6d  %8s %8s %6s %6s %6s  %8s %8s %6s %6s %6s\n",
 				r.Size, r.Type, r.Op, r.Root,
@@ -106,11 +107,11 @@ func WriteComparison(w io.Writer, minSize uint64, series ...*Series) error {
 				floatStr(r.OutOfPlace.BusBW, 6), floatStr(r.Other.OutOfPlace.BusBW, 6),
 				floatStr(r.InPlace.Time, 8), floatStr(r.Other.InPlace.Time, 8), ratioStr(r.TimeIP),
 				floatStr(r.InPlace.BusBW, 6), floatStr(r.Other.InPlace.BusBW, 6))
-			if r.Size >= minSize && finite(r.TimeOOP) && math.Abs(r.TimeOOP-1) > math.Abs(worst-1) {
-				worst, worstAt = r.TimeOOP, r.Size
+			if r.Size >= minSize && finite(r.TimeOOP) && (!found || math.Abs(r.TimeOOP-1) > math.Abs(worst-1)) {
+				worst, worstAt, found = r.TimeOOP, r.Size, true
 			}
 		}
-		if worst != 0 {
+		if found {
 			fmt.Fprintf(w, "# largest out-of-place time ratio B/A from %s up: %.4f at %d bytes (%+.2f%%)\n",
 				FormatSize(minSize), worst, worstAt, (worst-1)*100)
 		}

@@ -178,7 +178,7 @@ func TestJSONRoundTripAndNCCLTestsFile(t *testing.T) {
 	if err := WriteJSON(&b, r, []string{"nccl4go", "perf", "all_reduce"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"version": 3`, `"okay": true`, `"bandwidth": "nan"`, `"nwrong": null`, `"root": -1`, `"aggregated_iterations": 1`} {
+	for _, want := range []string{`"version":3`, `"okay":true`, `"bandwidth":"nan"`, `"nwrong":null`, `"root":-1`, `"aggregated_iterations":1`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("JSON lacks %s:\n%s", want, b.String())
 		}

@@ -121,29 +121,35 @@ func (e *OptionError) Error() string {
 	return fmt.Sprintf("perf: %s %s: %s", e.Option, e.Value, e.Reason)
 }
 
-// ParseSize parses a byte count as nccl-tests does: a number (which may
-// have a fraction) optionally followed by K, M or G (binary: 1024, 1024^2,
-// 1024^3; either case), with optional blanks between. The result is
-// truncated to whole bytes.
+// ParseSize parses a byte count as nccl-tests' parsesize does (sscanf
+// "%lf %1s"): a number (decimal with an optional fraction and exponent, or
+// a 0x hexadecimal integer), optional blanks, then optionally a unit whose
+// first letter counts: K, M or G in either case (binary: 1024, 1024^2,
+// 1024^3), so 32M, 32MB and 32MiB are the same size and the rest of the
+// word is ignored. Any other letter, a negative size, NaN or infinity is
+// an error. The result is truncated to whole bytes.
 func ParseSize(s string) (uint64, error) {
-	t := strings.TrimSpace(s)
-	if t == "" {
-		return 0, fmt.Errorf("empty size")
+	t := strings.TrimLeft(s, " \t\n\v\f\r")
+	n := numberPrefix(t)
+	if n == 0 {
+		return 0, fmt.Errorf("%q: not a size (a number, then optionally K, M or G)", s)
+	}
+	v, err := parseCNumber(t[:n])
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q: not a size (a number, then optionally K, M or G)", s)
 	}
 	unit := 1.0
-	num := t
-	switch last := t[len(t)-1]; last {
-	case 'K', 'k':
-		unit, num = 1<<10, t[:len(t)-1]
-	case 'M', 'm':
-		unit, num = 1<<20, t[:len(t)-1]
-	case 'G', 'g':
-		unit, num = 1<<30, t[:len(t)-1]
-	}
-	num = strings.TrimSpace(num)
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("%q: not a size (a number with an optional K, M or G)", s)
+	if rest := strings.TrimLeft(t[n:], " \t\n\v\f\r"); rest != "" {
+		switch rest[0] {
+		case 'K', 'k':
+			unit = 1 << 10
+		case 'M', 'm':
+			unit = 1 << 20
+		case 'G', 'g':
+			unit = 1 << 30
+		default:
+			return 0, fmt.Errorf("%q: unknown unit %q (K, M or G: binary units)", s, rest)
+		}
 	}
 	if v < 0 {
 		return 0, fmt.Errorf("%q: negative", s)
@@ -153,6 +159,68 @@ func ParseSize(s string) (uint64, error) {
 		return 0, fmt.Errorf("%q: too large", s)
 	}
 	return uint64(b), nil
+}
+
+// numberPrefix is the length of the number strtod would read at the start
+// of s (0 when there is none): a sign, then 0x and hex digits, or decimal
+// digits with an optional fraction and exponent.
+func numberPrefix(s string) int {
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	isDigit := func(c byte) bool { return c >= '0' && c <= '9' }
+	isHex := func(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+	if i+2 < len(s) && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') && isHex(s[i+2]) {
+		i += 2
+		for i < len(s) && isHex(s[i]) {
+			i++
+		}
+		return i
+	}
+	digits := 0
+	for i < len(s) && isDigit(s[i]) {
+		i, digits = i+1, digits+1
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && isDigit(s[i]) {
+			i, digits = i+1, digits+1
+		}
+	}
+	if digits == 0 {
+		return 0
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		j := i + 1
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		if j < len(s) && isDigit(s[j]) {
+			for j < len(s) && isDigit(s[j]) {
+				j++
+			}
+			i = j
+		}
+	}
+	return i
+}
+
+// parseCNumber parses what numberPrefix found.
+func parseCNumber(s string) (float64, error) {
+	sign, u := 1.0, s
+	if u != "" && (u[0] == '+' || u[0] == '-') {
+		if u[0] == '-' {
+			sign = -1
+		}
+		u = u[1:]
+	}
+	if len(u) > 2 && (u[1] == 'x' || u[1] == 'X') {
+		n, err := strconv.ParseUint(u[2:], 16, 64)
+		return sign * float64(n), err
+	}
+	v, err := strconv.ParseFloat(u, 64)
+	return sign * v, err
 }
 
 // FormatSize writes n as nccl-tests' flags take it: 8, 1K, 32M, 1G.

@@ -6,9 +6,10 @@
 //	nccl4go probe [-json] [-devices 0,1,...] [-timeout 60s]
 //	                                           create a communicator over the GPUs and show
 //	                                           what each rank can do
-//	nccl4go perf TEST [nccl-tests flags] [-json] [-csv F] [-plot F.png]
+//	nccl4go perf TEST [nccl-tests flags] [--json] [--csv F] [--plot F.png]
 //	                                           bandwidth and latency, as nccl-tests prints them
 //	nccl4go perf compare A.json B.json ...     compare saved runs (ours or nccl-tests')
+//	nccl4go perf analyze FILE.json ...         stragglers, spikes and warm-up in per-iteration times
 //	nccl4go trace analyze [-json] DUMP|DIR...  read the flight recorder's dumps of all ranks
 //	                                           and say where they disagree, who is behind
 //	nccl4go run   -n N [-nnodes M -node-rank K -master-addr A -master-port P] PROGRAM [ARGS...]
@@ -76,7 +77,7 @@ type command struct {
 var commands = []command{
 	{"info", "show the NCCL library, CUDA driver and GPUs found, or what is missing", runInfo},
 	{"probe", "create a communicator over the GPUs and show each rank's capabilities", runProbe},
-	{"perf", "measure bandwidth and latency as nccl-tests does (perf TEST, perf compare)", runPerf},
+	{"perf", "measure bandwidth and latency as nccl-tests does (perf TEST, perf compare, perf analyze)", runPerf},
 	{"trace", "read the flight recorder's dumps of all ranks and say what went wrong (trace analyze, trace export)", runTrace},
 	{"run", "start N ranks of a program on this machine, torchrun-style, and supervise them", runCmd},
 }

@@ -16,6 +16,7 @@ import (
 type perfProgress struct {
 	pw      progress.Writer
 	tracker *progress.Tracker
+	fp8     bool // every local GPU runs fp8 (-d all includes it)
 	done    chan struct{}
 }
 
@@ -37,15 +38,18 @@ func sameFile(a, b io.Writer) bool {
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
+// rowUnits renders the bar's count as "19 rows".
+var rowUnits = progress.Units{Notation: " rows", NotationPosition: progress.UnitsNotationPositionAfter}
+
 // newProgress returns a progress reporter, or nil: mode "never", or "auto"
 // where stderr is not a terminal, stdout shares it (the bar would tear the
 // table) or the sweep has a single size.
-func newProgress(mode string, o perf.Options, stderr, stdout io.Writer) *perfProgress {
+func newProgress(mode string, o perf.Options, world *perf.World, stderr, stdout io.Writer) *perfProgress {
 	switch mode {
 	case "never":
 		return nil
 	case "auto":
-		if !isTerminal(stderr) || isTerminal(stdout) || sameFile(stdout, stderr) || o.MinBytes == o.MaxBytes || o.Cycles == 0 {
+		if !isTerminal(stderr) || isTerminal(stdout) || sameFile(stdout, stderr) || o.MinBytes == o.MaxBytes {
 			return nil
 		}
 	}
@@ -53,31 +57,39 @@ func newProgress(mode string, o perf.Options, stderr, stdout io.Writer) *perfPro
 	pw.SetOutputWriter(stderr)
 	pw.SetAutoStop(false)
 	pw.SetTrackerLength(30)
-	pw.SetMessageLength(28)
+	pw.SetMessageLength(36)
 	pw.SetUpdateFrequency(200 * time.Millisecond)
 	pw.SetStyle(progress.StyleDefault)
 	pw.Style().Visibility.ETA = true
 	pw.Style().Visibility.Value = true
-	return &perfProgress{pw: pw}
+	return &perfProgress{pw: pw, fp8: worldRunsFP8(world)}
 }
 
-// Begin starts the bar; its total is the number of rows the sweep makes
-// for one type, op and root (it grows if there are more).
-func (p *perfProgress) Begin(h *perf.Header) {
-	rows := int64(0)
-	o := h.Options
-	for size := o.MinBytes; size <= o.MaxBytes; {
-		rows++
-		next := size + o.StepBytes
-		if o.StepFactor > 1 {
-			next = max(size*o.StepFactor, 1)
-		}
-		if next <= size {
-			break
-		}
-		size = next
+// worldRunsFP8 reports whether every GPU of this process has compute
+// capability 9.0 or newer (where -d all includes the fp8 types).
+func worldRunsFP8(w *perf.World) bool {
+	if w == nil {
+		return true
 	}
-	p.tracker = &progress.Tracker{Message: h.Program, Total: rows * int64(max(o.Cycles, 1)), Units: progress.Units{Notation: " rows"}}
+	for _, c := range w.Comms {
+		d, err := c.Device()
+		if err != nil {
+			return true
+		}
+		ma, _, err := d.ComputeCapability()
+		if err == nil && ma < 9 {
+			return false
+		}
+	}
+	return true
+}
+
+// Begin starts the bar. Its total is every row the run prints (sizes,
+// types, reductions, roots and cycles); with -N 0 the run has no end and
+// the bar counts rows without a total.
+func (p *perfProgress) Begin(h *perf.Header) {
+	total := int64(perf.PlannedRows(h.Options, h.NRanks, p.fp8))
+	p.tracker = &progress.Tracker{Message: h.Program, Total: total, Units: rowUnits}
 	p.pw.AppendTracker(p.tracker)
 	p.done = make(chan struct{})
 	go func() {
@@ -88,17 +100,30 @@ func (p *perfProgress) Begin(h *perf.Header) {
 
 // Row advances the bar.
 func (p *perfProgress) Row(test string, r *perf.Row) {
-	if p.tracker.Value() >= p.tracker.Total {
-		p.tracker.UpdateTotal(p.tracker.Total * 2)
+	msg := test + " " + r.Type
+	if r.Op != "" && r.Op != "none" {
+		msg += " " + r.Op
 	}
-	p.tracker.UpdateMessage(fmt.Sprintf("%s %s", test, perf.FormatSize(r.Size)))
+	if r.Root >= 0 {
+		msg += fmt.Sprintf(" root %d", r.Root)
+	}
+	p.tracker.UpdateMessage(msg + " " + perf.FormatSize(r.Size))
 	p.tracker.Increment(1)
 }
 
 // End stops the bar.
 func (p *perfProgress) End(r *perf.Report) {
+	p.stop()
+}
+
+// stop ends the rendering (End, or the run's end without one).
+func (p *perfProgress) stop() {
+	if p.done == nil {
+		return
+	}
 	p.tracker.MarkAsDone()
 	time.Sleep(250 * time.Millisecond) // one last render
 	p.pw.Stop()
 	<-p.done
+	p.done = nil
 }

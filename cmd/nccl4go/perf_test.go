@@ -28,13 +28,13 @@ func TestPerfFlags(t *testing.T) {
 	o := p.o
 	want := perf.Options{Test: "", GPUs: 1, Devices: []int{0, 0}, MinBytes: 8, MaxBytes: 128 << 20, StepBytes: 1 << 20, StepFactor: 2,
 		Iters: 5, Warmup: 3, AggIters: 2, Cycles: 2, Check: 0, Op: "avg", Type: "half", Root: 0, Blocking: 2,
-		Timeout: 10 * time.Second, Average: 3, CPUTime: true}
+		Timeout: 10 * time.Second, Average: 3, CPUTime: true, Threads: 1}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("options\n got %+v\nwant %+v", o, want)
 	}
-	// TEST after the flags, long names with =, root all, test all.
+	// TEST after the flags, long names with =, every root, test all.
 	p = newPerfFlags()
-	tests, err = p.parse([]string{"--minbytes=1K", "-r", "all", "-G", "3", "all"}, &bytes.Buffer{})
+	tests, err = p.parse([]string{"--minbytes=1K", "-r", "-1", "-G", "3", "all"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +44,18 @@ func TestPerfFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{},                                     // no test
 		{"nope"},                               // unknown test
-		{"all_reduce", "-t", "2"},              // threads
-		{"all_reduce", "-R", "1"},              // registration
+		{"all_reduce", "-R", "3"},              // registration: 0, 1 or 2
+		{"all_reduce", "-D", "1"},              // device kernels
+		{"all_reduce", "-u", "-1"},             // misalignment
+		{"all_reduce", "-I", "2"},              // -I is 0 or 1
+		{"all_reduce", "-K", "1"},              // -K without -I
+		{"all_reduce", "-I", "1", "-G", "1"},   // -I cannot time graph replays
 		{"all_reduce", "-b", "12X"},            // size
 		{"all_reduce", "-b", "2M", "-e", "1M"}, // min > max
 		{"all_reduce", "-d", "float128"},       // type
 		{"all_reduce", "-o", "xor"},            // op
 		{"all_reduce", "-G", "1", "-z", "1"},   // graph and blocking
-		{"all_reduce", "-plot", "x.pdf"},       // plot format
+		{"all_reduce", "--plot", "x.pdf"},      // plot format
 		{"all_reduce", "extra", "-n", "1", "more"},
 	} {
 		p := newPerfFlags()
@@ -63,7 +67,7 @@ func TestPerfFlags(t *testing.T) {
 	}
 	p = newPerfFlags()
 	var help bytes.Buffer
-	if _, err := p.parse([]string{"-h"}, &help); err != flag.ErrHelp || !strings.Contains(help.String(), "-stepfactor") {
+	if _, err := p.parse([]string{"-h"}, &help); err != flag.ErrHelp || !strings.Contains(help.String(), "--stepfactor") {
 		t.Errorf("-h: %v\n%s", err, help.String())
 	}
 }
@@ -74,22 +78,13 @@ func asUsage(err error, ue **usageError) bool {
 	return ok
 }
 
-func TestSplitShort(t *testing.T) {
-	p := newPerfFlags()
-	got := splitShort(p.fs.FlagSet, []string{"-b8", "-e128M", "-json", "-csv", "x", "--iters=3", "-n", "2", "--", "-b9"})
-	want := []string{"-b", "8", "-e", "128M", "-json", "-csv", "x", "--iters=3", "-n", "2", "--", "-b9"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("splitShort = %q", got)
-	}
-}
-
 func TestFakePerf(t *testing.T) {
 	dir := t.TempDir()
 	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
 		js := filepath.Join(dir, "run.json")
 		csvPath := filepath.Join(dir, "run.csv")
 		plot := filepath.Join(dir, "run.png")
-		out, _, err := runCLI(t, "perf", "all_reduce", "-b", "8", "-e", "64K", "-f", "4", "-n", "3", "-J", js, "-csv", csvPath, "-plot", plot)
+		out, _, err := runCLI(t, "perf", "all_reduce", "-b", "8", "-e", "64K", "-f", "4", "-n", "3", "-J", js, "--csv", csvPath, "--plot", plot)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,12 +118,12 @@ func TestFakePerf(t *testing.T) {
 		if err != nil || !strings.Contains(out, "# Writing JSON output to "+js+".0") {
 			t.Fatalf("second run: %v", err)
 		}
-		out, _, err = runCLI(t, "perf", "compare", js, js+".0", "-plot", filepath.Join(dir, "cmp.svg"))
+		out, _, err = runCLI(t, "perf", "compare", js, js+".0", "--plot", filepath.Join(dir, "cmp.svg"))
 		if err != nil || !strings.Contains(out, "# A: "+js) {
 			t.Errorf("compare: %v\n%s", err, out)
 		}
 		// -json summary
-		out, _, err = runCLI(t, "perf", "reduce_scatter", "-b", "1K", "-e", "1K", "-n", "1", "-json")
+		out, _, err = runCLI(t, "perf", "reduce_scatter", "-b", "1K", "-e", "1K", "-n", "1", "--json")
 		if err != nil {
 			t.Fatal(err)
 		}

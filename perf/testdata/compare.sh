@@ -29,11 +29,11 @@ pair() {
 	for r in $(seq 1 "$rounds"); do
 		rm -f "$out/$name.nccltests.$r.json" "$out/$name.nccl4go.$r.json"
 		env "${envs[@]}" "$NCCL_TESTS/${test}_perf" "$@" -J "$out/$name.nccltests.$r.json" > "$out/$name.nccltests.$r.txt"
-		env "${envs[@]}" "$NCCL4GO" perf "$test" "$@" -J "$out/$name.nccl4go.$r.json" -progress never > "$out/$name.nccl4go.$r.txt"
+		env "${envs[@]}" "$NCCL4GO" perf "$test" "$@" -J "$out/$name.nccl4go.$r.json" --progress never > "$out/$name.nccl4go.$r.txt"
 	done
 	echo "=== $name: $test $* (rounds: $rounds; last round shown)"
 	"$NCCL4GO" perf compare "$out/$name.nccltests.$rounds.json" "$out/$name.nccl4go.$rounds.json" \
-		-plot "$out/$name.png" | tee "$out/$name.compare.txt"
+		--plot "$out/$name.png" | tee "$out/$name.compare.txt"
 }
 
 # 1. One rank, all_reduce, 8 B to 1 GB, many iterations (the 2% / 0.2 us targets).
@@ -60,17 +60,17 @@ if command -v mpirun >/dev/null; then
 			mpirun --allow-run-as-root -np 2 -x NCCL_NVLS_ENABLE -x NCCL_SOCKET_IFNAME=lo \
 				-x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29533 \
 				bash -c 'NCCL_HOSTID=host$OMPI_COMM_WORLD_RANK NCCL_TESTS_DEVICE=0 exec "$0" "$@"' \
-				"$NCCL4GO" perf "$t" -b 8 -e 64M -f 4 -g 1 -n 20 -c 1 -J "$out/2proc-$t.nccl4go.$r.json" -progress never > "$out/2proc-$t.nccl4go.$r.txt"
+				"$NCCL4GO" perf "$t" -b 8 -e 64M -f 4 -g 1 -n 20 -c 1 -J "$out/2proc-$t.nccl4go.$r.json" --progress never > "$out/2proc-$t.nccl4go.$r.txt"
 		done
 		echo "=== 2 processes, one GPU: $t"
-		"$NCCL4GO" perf compare "$out/2proc-$t.nccltests.$rounds.json" "$out/2proc-$t.nccl4go.$rounds.json" -plot "$out/2proc-$t.png"
+		"$NCCL4GO" perf compare "$out/2proc-$t.nccltests.$rounds.json" "$out/2proc-$t.nccl4go.$rounds.json" --plot "$out/2proc-$t.png"
 	done
 fi
 
 # 6. Two ranks of one process on one GPU (NCCL 2.30.x; nccl-tests cannot).
-NCCL_MULTI_RANK_GPU_ENABLE=1 "$NCCL4GO" perf all_reduce -devices 0,0 -b 8 -e 64M -f 4 -n 20 -c 1 \
-	-J "$out/1proc-2ranks.nccl4go.json" -plot "$out/1proc-2ranks.png" | tee "$out/1proc-2ranks.txt"
-NCCL_MULTI_RANK_GPU_ENABLE=1 "$NCCL4GO" perf sendrecv -devices 0,0 -b 8 -e 64M -f 4 -n 20 -c 1 | tee "$out/1proc-2ranks-sendrecv.txt"
+NCCL_MULTI_RANK_GPU_ENABLE=1 "$NCCL4GO" perf all_reduce --devices 0,0 -b 8 -e 64M -f 4 -n 20 -c 1 \
+	-J "$out/1proc-2ranks.nccl4go.json" --plot "$out/1proc-2ranks.png" | tee "$out/1proc-2ranks.txt"
+NCCL_MULTI_RANK_GPU_ENABLE=1 "$NCCL4GO" perf sendrecv --devices 0,0 -b 8 -e 64M -f 4 -n 20 -c 1 | tee "$out/1proc-2ranks-sendrecv.txt"
 
 # The byte-for-byte check of the table: every line after the device lines
 # must have the same layout; columns that hold measured times differ.

@@ -1,0 +1,449 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nccl4go/nccl/perf"
+)
+
+// perfHint ends every usage error of nccl4go perf: the error stays on
+// screen instead of scrolling away above the whole help.
+const perfHint = "Run 'nccl4go perf -h' for the flags."
+
+// perfUsageError is a bad perf command line: the one-line error, then the
+// hint.
+func perfUsageError(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), usage: func(w io.Writer) { fmt.Fprintln(w, perfHint) }}
+}
+
+// sizeFlag is a byte count as nccl-tests' parsesize reads it.
+type sizeFlag struct{ v *uint64 }
+
+func (s sizeFlag) String() string {
+	if s.v == nil {
+		return ""
+	}
+	return perf.FormatSize(*s.v)
+}
+
+func (s sizeFlag) Set(v string) error {
+	n, err := perf.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*s.v = n
+	return nil
+}
+
+func (sizeFlag) Type() string { return "size" }
+
+// cInt is an int flag read as C's strtol(optarg, NULL, 0) reads it, which
+// is how nccl-tests reads all its integer flags: an optional sign, then a
+// decimal, 0x hexadecimal or 0 octal number; reading stops at the first
+// character that does not fit, and no digits at all is 0. So "-r all" is
+// root 0, not every root: nccl-tests' README says -r takes "all", but its
+// code reads it as 0, and -1 is what runs every root. nccl4go perf keeps
+// the code's meaning so that the same command line measures the same thing.
+type cInt struct{ v *int }
+
+func (c cInt) String() string {
+	if c.v == nil {
+		return ""
+	}
+	return strconv.Itoa(*c.v)
+}
+
+func (c cInt) Set(s string) error {
+	*c.v = int(strtol(s))
+	return nil
+}
+
+func (cInt) Type() string { return "int" }
+
+// strtol is C's strtol(s, NULL, 0), saturated to 32 bits as nccl-tests'
+// int casts of it are on a 64-bit long (which wrap; saturating is the
+// defined behaviour closest to it).
+func strtol(s string) int64 {
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	base := 10
+	switch {
+	case len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && strings.ContainsRune("0123456789abcdefABCDEF", rune(s[2])):
+		base, s = 16, s[2:]
+	case len(s) > 1 && s[0] == '0':
+		base, s = 8, s[1:]
+	}
+	var n int64
+	for _, c := range []byte(s) {
+		var d int64
+		switch {
+		case c >= '0' && c <= '9':
+			d = int64(c - '0')
+		case c >= 'a' && c <= 'f':
+			d = int64(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			d = int64(c-'A') + 10
+		default:
+			d = 99
+		}
+		if d >= int64(base) {
+			break
+		}
+		n = n*int64(base) + d
+		if n > 1<<31 {
+			n = 1 << 31
+		}
+	}
+	if neg {
+		n = -n
+	}
+	return max(min(n, 1<<31-1), -1<<31)
+}
+
+// rootFlag is -r: a cInt that notes a word ("all"), which strtol reads
+// as 0 where a user may expect every root.
+type rootFlag struct {
+	cInt
+	word *bool
+}
+
+func (r rootFlag) Set(s string) error {
+	t := strings.TrimLeft(s, " \t+-")
+	*r.word = t == "" || t[0] < '0' || t[0] > '9'
+	return r.cInt.Set(s)
+}
+
+// pflagValue adapts a stdlib flag.Value (the -devices list) to pflag.
+type pflagValue struct {
+	flag.Value
+	typ string
+}
+
+func (p pflagValue) Type() string { return p.typ }
+
+// perfFlags are the command line of nccl4go perf.
+type perfFlags struct {
+	fs          *pflag.FlagSet
+	groups      []flagGroup
+	o           perf.Options
+	threads     int
+	timeout     int
+	pinit       int
+	stream      int
+	cputime     int
+	unalign     int
+	reg         int
+	stamps      int
+	mem         int
+	periter     int
+	periterSkip int
+	cta         int
+	devImpl     int
+	devCTAs     int
+	jsonOut     string
+	csvOut      string
+	plotOut     string
+	summary     bool
+	devices     deviceList
+	progress    string
+	initTimeout time.Duration
+	rootAll     bool     // -r was given a word ("all"): nccl-tests reads it as 0
+	args        []string // the command line, for the JSON file
+	operand     string   // TEST as given
+}
+
+// flagGroup is one heading of perf -h and the flags under it.
+type flagGroup struct {
+	title string
+	names []string
+}
+
+func newPerfFlags() *perfFlags {
+	p := &perfFlags{o: perf.DefaultOptions(""), threads: 1, devCTAs: 16}
+	fs := pflag.NewFlagSet("perf", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.SortFlags = false
+	fs.SetInterspersed(true)
+	p.fs = fs
+	o := &p.o
+	var group *flagGroup
+	begin := func(title string) {
+		p.groups = append(p.groups, flagGroup{title: title})
+		group = &p.groups[len(p.groups)-1]
+	}
+	add := func(name string) { group.names = append(group.names, name) }
+	intv := func(v *int, short, long, usage string) {
+		fs.VarP(cInt{v}, long, short, usage)
+		add(long)
+	}
+	size := func(v *uint64, short, long, usage string) {
+		fs.VarP(sizeFlag{v}, long, short, usage)
+		add(long)
+	}
+	strv := func(v *string, short, long, usage string) {
+		fs.StringVarP(v, long, short, *v, usage)
+		add(long)
+	}
+
+	begin("Sizes (SIZE: 8, 64K, 32M, 32MB, 1GiB: binary units, first letter counts)")
+	size(&o.MinBytes, "b", "minbytes", "smallest `SIZE` in bytes")
+	size(&o.MaxBytes, "e", "maxbytes", "largest `SIZE` in bytes")
+	fs.VarP(cUint{&o.StepFactor}, "stepfactor", "f", "multiply the size by `N` at each step; 1: add -i instead")
+	add("stepfactor")
+	size(&o.StepBytes, "i", "stepbytes", "add `SIZE` at each step when -f is 1")
+
+	begin("What runs")
+	strv(&o.Op, "o", "op", "`OP`: "+strings.Join(perf.OpNames(), ", ")+" or all")
+	strv(&o.Type, "d", "datatype", "`TYPE` (above) or all")
+	fs.VarP(rootFlag{cInt{&o.Root}, &p.rootAll}, "root", "r", "`RANK` of rooted tests; -1: every root (\"all\" reads as 0, as in nccl-tests)")
+	add("root")
+	intv(&o.Iters, "n", "iters", "timed iterations per size")
+	intv(&o.Warmup, "w", "warmup_iters", "warm-up iterations")
+	intv(&o.AggIters, "m", "agg_iters", "operations grouped in each iteration")
+	intv(&o.Cycles, "N", "run_cycles", "sweeps to run (0: until Ctrl-C)")
+	intv(&o.Check, "c", "check", "checked runs per size (0: no check)")
+	intv(&o.Average, "a", "average", "time across processes: 0 rank 0, 1 mean, 2 min, 3 max")
+
+	begin("How it runs")
+	intv(&o.Blocking, "z", "blocking", "1: wait and barrier after each op, 2: wait, 3: wait and barrier per iteration")
+	intv(&o.Graph, "G", "cudagraph", "capture the iterations in a CUDA graph, launch it `N` times")
+	intv(&p.stream, "y", "stream_null", "1: use the legacy default stream")
+	intv(&p.cputime, "C", "report_cputime", "1: report host time to issue the operations")
+	intv(&p.timeout, "T", "timeout", "abort a wait longer than `SEC` seconds (0: none)")
+	intv(&p.periter, "I", "per_iter_timing", "1: time every iteration with CUDA events (i_min, i_max, i_p99, i_cv% columns)")
+	intv(&p.periterSkip, "K", "per_iter_skip", "leave the first `N` iterations out of -I's statistics")
+	intv(&p.stamps, "S", "report_timestamps", "1: print the time at the end of each row")
+	intv(&p.reg, "R", "local_register", "register the buffers: 1 ncclCommRegister, 2 symmetric windows (NCCL 2.27)")
+	intv(&p.unalign, "u", "unalign", "misalign the buffers by `N` elements")
+	intv(&p.cta, "x", "cta_policy", "the communicators' NCCL CTA policy `FLAGS`: 1 efficiency, 2 zero, 3 both (0: NCCL's)")
+	intv(&p.mem, "M", "memory", "1: report the GPU memory used (init, buffers, collectives)")
+	fs.BoolVar(&p.o.Ceiling, "ceiling", false, "measure each row's limit where known (one rank: a device memcpy of the same bytes)")
+	add("ceiling")
+
+	begin("Ranks (under nccl4go run, mpirun, srun or torchrun each process is one rank)")
+	intv(&o.GPUs, "g", "ngpus", "GPUs (ranks) each thread drives")
+	intv(&p.threads, "t", "nthreads", "threads of this process, each on an OS thread of its own")
+	fs.Var(pflagValue{&p.devices, "list"}, "devices", "CUDA devices, one rank each: 0,1,1 (may repeat; replaces -g)")
+	add("devices")
+	fs.DurationVar(&p.initTimeout, "init-timeout", 5*time.Minute, "give up joining the job after `DUR`")
+	add("init-timeout")
+
+	begin("Output (the table goes to stdout, as nccl-tests prints it)")
+	strv(&p.jsonOut, "J", "output_file", "write nccl-tests' JSON to `FILE` (path.0, path.1... if it exists)")
+	fs.StringVar(&p.csvOut, "csv", "", "also write CSV to `FILE` (-: on stdout, instead of the table)")
+	add("csv")
+	fs.StringVar(&p.plotOut, "plot", "", "draw bandwidth and time against size into `FILE` (.png, .svg)")
+	add("plot")
+	fs.BoolVar(&p.summary, "json", false, "print a JSON summary for scripts instead of the table")
+	add("json")
+	fs.StringVar(&p.progress, "progress", "auto", "progress bar on stderr: `auto`, always or never")
+	add("progress")
+
+	// nccl-tests' flags nccl4go perf does not do yet: accepted with their
+	// default so that nccl-tests command lines run, refused otherwise with
+	// the reason (perfNotDone).
+	begin("")
+	hidden := func(v *int, short, long string) {
+		fs.VarP(cInt{v}, long, short, "")
+		add(long)
+	}
+	hidden(&p.pinit, "p", "parallel_init")
+	hidden(&p.devImpl, "D", "device_implementation")
+	hidden(&p.devCTAs, "V", "device_cta_count")
+	p.groups = p.groups[:len(p.groups)-1]
+	return p
+}
+
+// wrapIndent wraps text into lines of at most width characters, each
+// indented by indent blanks.
+func wrapIndent(text string, indent, width int) string {
+	var b strings.Builder
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && indent+len(line)+1+len(w) > width {
+			b.WriteString(strings.Repeat(" ", indent) + line + "\n")
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		b.WriteString(strings.Repeat(" ", indent) + line + "\n")
+	}
+	return b.String()
+}
+
+// cUint is an unsigned flag read as strtol reads it (-f).
+type cUint struct{ v *uint64 }
+
+func (c cUint) String() string {
+	if c.v == nil {
+		return ""
+	}
+	return strconv.FormatUint(*c.v, 10)
+}
+
+func (c cUint) Set(s string) error {
+	n := strtol(s)
+	if n < 0 {
+		return fmt.Errorf("negative")
+	}
+	*c.v = uint64(n)
+	return nil
+}
+
+func (cUint) Type() string { return "uint" }
+
+// perfAccepted are the values of the flags of [perf.Unsupported] that
+// nccl4go perf accepts (nccl-tests' defaults, which mean "not used"), so
+// that nccl-tests command lines run; any other value is refused with the
+// feature's reason.
+var perfAccepted = map[string]int{"-p": 0, "-D": 0, "-V": 16}
+
+// usage writes perf -h: short and grouped.
+func (p *perfFlags) usage(w io.Writer) {
+	fmt.Fprintf(w, `Usage: nccl4go perf TEST [flags]          measure as nccl-tests' TEST_perf does
+       nccl4go perf compare A.json B.json... compare saved runs (ours or nccl-tests')
+       nccl4go perf analyze FILE.json...     stragglers, spikes and warm-up of runs
+
+TEST:  %s, or all
+TYPE:  %s
+Flags are nccl-tests', read as its getopt reads them: -b8, -b 8, --minbytes=8, before or
+after TEST.
+`, strings.Join(perf.Tests(), " "), strings.Join(perf.TypeNames(), " "))
+	for _, g := range p.groups {
+		fmt.Fprintf(w, "\n%s:\n", g.title)
+		for _, n := range g.names {
+			f := p.fs.Lookup(n)
+			name, usage := pflag.UnquoteUsage(f)
+			switch name {
+			case "int", "uint", "string":
+				name = "N"
+			case "list":
+				name = "LIST"
+			}
+			left := "    --" + f.Name + " " + name
+			if f.Shorthand != "" {
+				left = "-" + f.Shorthand + ", --" + f.Name + " " + name
+			}
+			left = strings.TrimSpace(left)
+			if f.Shorthand == "" {
+				left = "    " + left
+			}
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.Value.Type() != "list" {
+				usage += " (default " + f.DefValue + ")"
+			}
+			fmt.Fprintf(w, "  %-26s %s\n", left, usage)
+		}
+	}
+	fmt.Fprintf(w, "\nNot supported (nccl-tests 2.19.6 has them; flags are accepted at their defaults):\n")
+	for _, u := range perf.Unsupported {
+		what := u.Name
+		if u.Flag != "" {
+			what = u.Flag + ", " + u.Name
+		}
+		fmt.Fprintf(w, "  %s\n%s", what, wrapIndent(u.Reason, 6, 92))
+	}
+}
+
+// parse reads args: TEST anywhere among the flags.
+func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err error) {
+	if err := p.fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			p.usage(stdout)
+			return nil, flag.ErrHelp
+		}
+		msg := "perf: " + err.Error()
+		for _, a := range args {
+			name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+			if len(a) > 2 && a[0] == '-' && a[1] != '-' && len(name) > 1 && p.fs.Lookup(name) != nil && strings.Contains(err.Error(), a) {
+				msg += fmt.Sprintf(" (long flags take two dashes: --%s)", name)
+			}
+		}
+		return nil, perfUsageError("%s", msg)
+	}
+	p.args = args
+	rest := p.fs.Args()
+	if len(rest) == 0 {
+		return nil, perfUsageError("perf: no TEST given (one of %s, or all)", strings.Join(perf.Tests(), ", "))
+	}
+	if len(rest) > 1 {
+		return nil, perfUsageError("perf: unexpected argument %q after TEST %q", rest[1], rest[0])
+	}
+	p.operand = rest[0]
+	test := strings.TrimSuffix(rest[0], "_perf")
+	if test == "all" {
+		tests = perf.Tests()
+	} else {
+		tests = []string{test}
+	}
+	values := map[string]int{"-p": p.pinit, "-D": p.devImpl, "-V": p.devCTAs}
+	for _, u := range perf.Unsupported {
+		if v, ok := values[u.Flag]; ok && v != perfAccepted[u.Flag] {
+			return nil, perfUsageError("perf: %s %d: %s", u.Flag, v, u.Reason)
+		}
+	}
+	switch {
+	case p.periter != 0 && p.periter != 1:
+		return nil, perfUsageError("perf: -I %d: 0 (off) or 1 (on)", p.periter)
+	case p.timeout < 0:
+		return nil, perfUsageError("perf: -T %d: negative", p.timeout)
+	case p.o.Graph > 0 && p.o.Blocking != 0:
+		return nil, perfUsageError("perf: -G %d: CUDA graphs and blocking modes (-z) do not mix: a capture cannot wait for its stream", p.o.Graph)
+	}
+	switch p.progress {
+	case "auto", "always", "never":
+	default:
+		return nil, perfUsageError("perf: --progress %q: auto, always or never", p.progress)
+	}
+	p.o.PerIterTiming = p.periter == 1
+	p.o.PerIterSkip = p.periterSkip
+	p.o.Timestamps = p.stamps != 0
+	p.o.Threads = p.threads
+	p.o.Register = p.reg
+	p.o.Unaligned = p.unalign
+	p.o.CTAPolicy = p.cta
+	p.o.MemoryReport = p.mem != 0
+	if v := os.Getenv("NCCL_TESTS_ALLTOALLV_SPREAD"); v != "" {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return nil, perfUsageError("perf: NCCL_TESTS_ALLTOALLV_SPREAD=%q: a number from 0 to 1", v)
+		}
+		p.o.AlltoallvSpread = &f
+	}
+	p.o.StreamNull = p.stream != 0
+	p.o.CPUTime = p.cputime != 0
+	p.o.Timeout = time.Duration(p.timeout) * time.Second
+	p.o.Devices = p.devices.list
+	if v, err := strconv.ParseFloat(os.Getenv("NCCL_TESTS_MIN_BW"), 64); err == nil {
+		p.o.MinBusBW = v
+	}
+	if p.plotOut != "" {
+		if _, err := perf.PlotFormat(p.plotOut); err != nil {
+			return nil, perfUsageError("%v", err)
+		}
+	}
+	for _, t := range tests {
+		o := p.o
+		o.Test = t
+		if err := o.Validate(); err != nil {
+			return nil, perfUsageError("%v", err)
+		}
+	}
+	return tests, nil
+}
