@@ -44,6 +44,28 @@ func TestGPUWatchedCapture(t *testing.T) {
 		if err != nil {
 			t.Fatalf("rank %d: Init: %v", rank, err)
 		}
+		// Both ranks: one all-reduce together first. NCCL connects a pair
+		// at its first collective, inside the call: the hanging one below
+		// would otherwise block rank 0's enqueue itself (seen on the H200:
+		// rank 0 stuck in ncclAllReduce until the test's deadline).
+		{
+			ws, err := cuda.Device(0).NewStream()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wm, err := cuda.Alloc[float32](0, 1024)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pair.AllReduce(nccl.BufferOf(wm), nccl.BufferOf(wm), nccl.Sum, ws); err != nil {
+				t.Fatalf("rank %d: the pair's first all-reduce: %v", rank, err)
+			}
+			if err := ws.Synchronize(); err != nil {
+				t.Fatalf("rank %d: the pair's first all-reduce: %v", rank, err)
+			}
+			wm.Free()
+			ws.Destroy()
+		}
 		doneFile := filepath.Join(dir, "capture-done")
 		if rank == 1 {
 			// Never posts the all-reduce; leaves when rank 0 is done.
@@ -233,8 +255,8 @@ func TestGPUWatchedCapture(t *testing.T) {
 			t.Errorf("the hung all-reduce was not reported (stats %+v)", wPair.Stats())
 			return // the deferred abort ends the hang before the frees
 		}
-		if err := wPair.Err(); !errors.As(err, &te) || te.Op.Op != trace.AllReduce || te.Op.Seq != 1 {
-			t.Errorf("Err = %v; want a timeout of AllReduce #1", err)
+		if err := wPair.Err(); !errors.As(err, &te) || te.Op.Op != trace.AllReduce || te.Op.Seq != 2 { // #1 connected the pair
+			t.Errorf("Err = %v; want a timeout of AllReduce #2", err)
 		} else {
 			t.Logf("reported after %v: %v", time.Since(hangStart).Round(time.Millisecond), err)
 		}

@@ -111,6 +111,14 @@ type AsyncError struct {
 	Err       error
 	Oldest    *Operation
 	Waited    time.Duration // how long Oldest had been at the head of its stream
+	// Shared counts the operations queued after Oldest on its stream whose
+	// state the watchdog could not know apart from Oldest's (they share
+	// its CUDA event, or none was recorded for them yet: at most one event
+	// per stream and poll interval); Newest is the last of them. When
+	// Shared > 0, Oldest may have completed and the one in flight is any
+	// of Oldest to Newest: the message names the range.
+	Shared    int
+	Newest    *Operation
 	Action    Action
 	ActionErr error
 	Dump      string
@@ -118,12 +126,17 @@ type AsyncError struct {
 	Pending   int
 }
 
-// Error names the communicator, the oldest operation still pending, NCCL's
-// error, the action taken and the dump.
+// Error names the communicator, the oldest operation still pending (or the
+// range the watchdog cannot tell apart), NCCL's error, the action taken and
+// the dump.
 func (e *AsyncError) Error() string {
 	what := ""
 	if e.Oldest != nil {
 		what = fmt.Sprintf(" with %s not completed after %s", e.Oldest, e.Waited.Round(time.Millisecond))
+		if e.Shared > 0 && e.Newest != nil {
+			what = fmt.Sprintf(" with one of %s to %s (%d operations queued within one poll interval, followed by one CUDA event) not completed after %s",
+				e.Oldest, e.Newest, e.Shared+1, e.Waited.Round(time.Millisecond))
+		}
 	}
 	return fmt.Sprintf("watchdog: %s broke%s: %v%s", e.Comm, what, e.Err, tail(e.Action, e.ActionErr, e.Dump, e.DumpErr))
 }

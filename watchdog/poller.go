@@ -449,6 +449,18 @@ func (w *Watchdog) tick() tickResult {
 			if en.started != 0 {
 				ae.Waited = now - en.started
 			}
+			// The operations after it that share its state (its event, or
+			// none yet): the watchdog cannot tell which of them is in
+			// flight, so it names the range (seen on the H200: the oldest
+			// had completed, the one in flight was two later).
+			for _, o := range w.pending[1:] {
+				if o.e.Stream != en.e.Stream || o.ev != en.ev {
+					break
+				}
+				ae.Shared++
+				newest := o.op()
+				ae.Newest = &newest
+			}
 		}
 		err = ae
 	}
