@@ -107,10 +107,10 @@ func (e *TimeoutError) Error() string {
 // work through Unwrap). Oldest is the oldest operation not completed when
 // it was seen, if any.
 type AsyncError struct {
-	Comm      Comm
-	Err       error
-	Oldest    *Operation
-	Waited    time.Duration // how long Oldest had been at the head of its stream
+	Comm   Comm
+	Err    error
+	Oldest *Operation
+	Waited time.Duration // how long Oldest had been at the head of its stream
 	// Shared counts the operations queued after Oldest on its stream whose
 	// state the watchdog could not know apart from Oldest's (they share
 	// its CUDA event, or none was recorded for them yet: at most one event
