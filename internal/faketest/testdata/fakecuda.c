@@ -58,6 +58,21 @@
 //                      cuPointerGetAttribute is a query of the driver's
 //                      own records, not of work, and is allowed (the GPU
 //                      test checks the real driver agrees).
+//   FAKE_CUDA_PAGEABLE_H2D 1: the driver's documented synchronization rules
+//                      for synchronous copies ("API synchronization
+//                      behavior"), which return before the copy lands:
+//                      cuMemcpyHtoD_v2 from pageable memory returns once src is
+//                      staged, and cuMemcpyDtoD_v2 and cuMemsetD8_v2 return at
+//                      once; all are work of the legacy default stream. The staged bytes land
+//                      in device memory only when the legacy stream is ordered
+//                      or waited on: cuStreamSynchronize/cuStreamQuery of it,
+//                      cuCtxSynchronize, a later operation on it or on a
+//                      blocking stream (created without CU_STREAM_NON_BLOCKING),
+//                      another synchronous copy or memset, or a free. Work on a
+//                      non-blocking stream (all of nccl4go's) reads device
+//                      memory as it is: without the legacy stream's copies
+//                      (seen on an H200: an in-place Reduce read zeros for
+//                      inputs just uploaded with cuMemcpyHtoD).
 //
 // Helpers for the fake NCCL (fakenccl.c), which finds them with
 // dlopen(NCCL4GO_CUDA_LIBRARY, RTLD_NOLOAD) and dlsym, are the fakecuda_*
@@ -114,6 +129,8 @@ static struct context contexts[MAX_DEVICES];
 static __thread struct context *current; // the thread's current context
 static __thread int capture_mode;        // the thread's capture interaction mode (0: global)
 static int capture_rules;                // FAKE_CUDA_CAPTURE_RULES
+static int pageable_h2d;                 // FAKE_CUDA_PAGEABLE_H2D
+static void land(void);                  // FAKE_CUDA_PAGEABLE_H2D: the legacy stream's copies land
 static int query_hang;                   // FAKE_CUDA_QUERY_HANG
 
 static struct context *lookup_context(void *h) {
@@ -142,6 +159,7 @@ EXPORT int cuInit(unsigned int flags) {
 	cc = env_int("FAKE_CUDA_CC", 90);
 	capture_rules = env_int("FAKE_CUDA_CAPTURE_RULES", 0) == 1;
 	query_hang = env_int("FAKE_CUDA_QUERY_HANG", 0) == 1;
+	pageable_h2d = env_int("FAKE_CUDA_PAGEABLE_H2D", 0) == 1;
 	const char *mem = getenv("FAKE_CUDA_MEM");
 	if (mem && *mem) {
 		memory_per_device = strtoull(mem, NULL, 10);
@@ -430,10 +448,16 @@ EXPORT int cuCtxGetDevice(int *dev) {
 	return CUDA_SUCCESS;
 }
 
-// All work is synchronous: synchronizing needs only a current context.
+// All work is synchronous but the legacy stream's staged copies
+// (FAKE_CUDA_PAGEABLE_H2D), which land: synchronizing needs only a current
+// context.
 EXPORT int cuCtxSynchronize(void) {
 	REQUIRE_INIT();
-	return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	if (!current) {
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	land();
+	return CUDA_SUCCESS;
 }
 
 #define REQUIRE_CONTEXT()                                  \
@@ -458,6 +482,54 @@ struct allocation {
 
 static struct allocation *allocations;
 static size_t used[MAX_DEVICES];
+
+// FAKE_CUDA_PAGEABLE_H2D: copies queued on the legacy default stream that have
+// not landed yet, oldest first (mu held to touch them).
+struct staged {
+	uintptr_t dst;
+	size_t n;
+	struct staged *next;
+	unsigned char bytes[];
+};
+
+static struct staged *staged_head, **staged_tail = &staged_head;
+
+// stage_locked queues n bytes of src (NULL: n bytes of value) for dst on the
+// legacy stream; 0 when memory for the staging buffer is short.
+static int stage_locked(uintptr_t dst, const void *src, unsigned char value, size_t n) {
+	struct staged *c = malloc(sizeof *c + n);
+	if (!c) {
+		return 0;
+	}
+	c->dst = dst;
+	c->n = n;
+	c->next = NULL;
+	if (src) {
+		memcpy(c->bytes, src, n);
+	} else {
+		memset(c->bytes, value, n);
+	}
+	*staged_tail = c;
+	staged_tail = &c->next;
+	return 1;
+}
+
+// land_locked completes the legacy stream's staged copies, in order.
+static void land_locked(void) {
+	while (staged_head) {
+		struct staged *c = staged_head;
+		staged_head = c->next;
+		memmove((void *)c->dst, c->bytes, c->n);
+		free(c);
+	}
+	staged_tail = &staged_head;
+}
+
+static void land(void) {
+	pthread_mutex_lock(&mu);
+	land_locked();
+	pthread_mutex_unlock(&mu);
+}
 
 // find_locked returns the live allocation holding [p, p+n), or NULL.
 static struct allocation *find_locked(uintptr_t p, size_t n) {
@@ -493,6 +565,7 @@ static int alloc_locked(uintptr_t *out, size_t bytes, size_t align, int device, 
 }
 
 static int free_locked(uintptr_t p, int vmm) {
+	land_locked(); // freeing waits for the device
 	for (struct allocation **pa = &allocations; *pa; pa = &(*pa)->next) {
 		struct allocation *a = *pa;
 		if (a->base == p) {
@@ -697,6 +770,7 @@ EXPORT int cuMemUnmap(uintptr_t ptr, size_t size) {
 	REQUIRE_INIT();
 	pthread_mutex_lock(&mu);
 	int r = CUDA_ERROR_INVALID_VALUE;
+	land_locked(); // unmapping waits for the device
 	for (struct allocation **pa = &allocations; *pa;) {
 		struct allocation *a = *pa;
 		if (a->mapped && a->base >= ptr && a->base - ptr < size) {
@@ -724,6 +798,7 @@ static void event_on_stream_locked(struct event *e, void *stream, int device);
 struct stream {
 	int device;
 	int alive;
+	unsigned flags; // CU_STREAM_NON_BLOCKING (1) or not
 	long busy; // FAKE_CUDA_STREAM_BUSY: cuStreamQuery calls left that return NOT_READY
 	struct stream *next;
 };
@@ -739,14 +814,16 @@ static struct stream *lookup_stream_locked(void *h) {
 	return NULL;
 }
 
-// check_stream: 0 (the legacy default stream) or a live stream.
+// check_stream: 0 (the legacy default stream) or a live stream. Work on
+// either the legacy stream or a blocking stream is ordered after the legacy
+// stream's work, so its staged copies land first.
 static int check_stream(void *h) {
-	if (!h) {
-		return CUDA_SUCCESS;
-	}
 	pthread_mutex_lock(&mu);
-	struct stream *s = lookup_stream_locked(h);
-	int r = (s && s->alive) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	struct stream *s = h ? lookup_stream_locked(h) : NULL;
+	int r = (!h || (s && s->alive)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (r == CUDA_SUCCESS && (!h || !(s->flags & 1))) {
+		land_locked();
+	}
 	pthread_mutex_unlock(&mu);
 	return r;
 }
@@ -762,6 +839,7 @@ EXPORT int cuStreamCreate(void **stream, unsigned int flags) {
 	}
 	s->device = current->device;
 	s->alive = 1;
+	s->flags = flags;
 	pthread_mutex_lock(&mu);
 	s->next = streams;
 	streams = s;
@@ -916,6 +994,9 @@ EXPORT int cuEventRecord(void *event, void *stream) {
 	} else if ((s ? s->device : current->device) != e->device) {
 		r = CUDA_ERROR_INVALID_HANDLE;
 	} else if ((e->captured = capture_rules ? capturing_locked(stream) : 0) == 0) {
+		if (!s || !(s->flags & 1)) {
+			land_locked(); // the event follows the legacy stream's copies
+		}
 		clock_gettime(CLOCK_MONOTONIC, &e->when);
 		e->recorded = 1;
 		event_hang_note_locked(e);
@@ -979,7 +1060,14 @@ EXPORT int cuMemsetD8_v2(uintptr_t dst, unsigned char value, size_t n) {
 	if (!check_range(dst, n)) {
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+	if (n && pageable_h2d) {
+		pthread_mutex_lock(&mu);
+		int ok = stage_locked(dst, NULL, value, n);
+		pthread_mutex_unlock(&mu);
+		return ok ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	if (n) {
+		land(); // the legacy stream's earlier copies first
 		memset((void *)dst, value, n);
 	}
 	return CUDA_SUCCESS;
@@ -988,11 +1076,35 @@ EXPORT int cuMemsetD8_v2(uintptr_t dst, unsigned char value, size_t n) {
 EXPORT int cuMemsetD8Async(uintptr_t dst, unsigned char value, size_t n, void *stream) {
 	REQUIRE_CONTEXT();
 	int r = check_stream(stream);
-	return r ? r : cuMemsetD8_v2(dst, value, n);
+	if (r == CUDA_SUCCESS && !check_range(dst, n)) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS && n) {
+		memset((void *)dst, value, n);
+	}
+	return r;
 }
 
 EXPORT int cuMemcpyHtoD_v2(uintptr_t dst, const void *src, size_t n) {
 	REQUIRE_CONTEXT();
+	if (!check_range(dst, n) || (n && !src)) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (n && pageable_h2d) {
+		pthread_mutex_lock(&mu);
+		int ok = stage_locked(dst, src, 0, n);
+		pthread_mutex_unlock(&mu);
+		return ok ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (n) {
+		land();
+		memcpy((void *)dst, src, n);
+	}
+	return CUDA_SUCCESS;
+}
+
+// htod is cuMemcpyHtoD_v2 as a stream's work: synchronous in the fake.
+static int htod(uintptr_t dst, const void *src, size_t n) {
 	if (!check_range(dst, n) || (n && !src)) {
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -1008,6 +1120,7 @@ EXPORT int cuMemcpyDtoH_v2(void *dst, uintptr_t src, size_t n) {
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 	if (n) {
+		land(); // the legacy stream's earlier copies first
 		memcpy(dst, (const void *)src, n);
 	}
 	return CUDA_SUCCESS;
@@ -1015,6 +1128,25 @@ EXPORT int cuMemcpyDtoH_v2(void *dst, uintptr_t src, size_t n) {
 
 EXPORT int cuMemcpyDtoD_v2(uintptr_t dst, uintptr_t src, size_t n) {
 	REQUIRE_CONTEXT();
+	if (!check_range(dst, n) || !check_range(src, n)) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (n && pageable_h2d) {
+		pthread_mutex_lock(&mu);
+		land_locked(); // src as the legacy stream's earlier copies leave it
+		int ok = stage_locked(dst, (const void *)src, 0, n);
+		pthread_mutex_unlock(&mu);
+		return ok ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (n) {
+		land();
+		memmove((void *)dst, (const void *)src, n);
+	}
+	return CUDA_SUCCESS;
+}
+
+// dtod is cuMemcpyDtoD_v2 as a stream's work: synchronous in the fake.
+static int dtod(uintptr_t dst, uintptr_t src, size_t n) {
 	if (!check_range(dst, n) || !check_range(src, n)) {
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -1027,19 +1159,25 @@ EXPORT int cuMemcpyDtoD_v2(uintptr_t dst, uintptr_t src, size_t n) {
 EXPORT int cuMemcpyHtoDAsync_v2(uintptr_t dst, const void *src, size_t n, void *stream) {
 	REQUIRE_CONTEXT();
 	int r = check_stream(stream);
-	return r ? r : cuMemcpyHtoD_v2(dst, src, n);
+	return r ? r : htod(dst, src, n);
 }
 
 EXPORT int cuMemcpyDtoHAsync_v2(void *dst, uintptr_t src, size_t n, void *stream) {
 	REQUIRE_CONTEXT();
 	int r = check_stream(stream);
-	return r ? r : cuMemcpyDtoH_v2(dst, src, n);
+	if (r == CUDA_SUCCESS && (!check_range(src, n) || (n && !dst))) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS && n) {
+		memcpy(dst, (const void *)src, n);
+	}
+	return r;
 }
 
 EXPORT int cuMemcpyDtoDAsync_v2(uintptr_t dst, uintptr_t src, size_t n, void *stream) {
 	REQUIRE_CONTEXT();
 	int r = check_stream(stream);
-	return r ? r : cuMemcpyDtoD_v2(dst, src, n);
+	return r ? r : dtod(dst, src, n);
 }
 
 // CUpointer_attribute values answered.
@@ -1132,6 +1270,9 @@ EXPORT int fakecuda_stream_device(void *stream) {
 	pthread_mutex_lock(&mu);
 	struct stream *s = stream ? lookup_stream_locked(stream) : NULL;
 	int d = !stream ? -1 : (s && s->alive) ? s->device : -2;
+	if (d != -2 && (!s || !(s->flags & 1))) {
+		land_locked(); // work on the legacy or a blocking stream follows its copies
+	}
 	if (d != -2) {
 		work_note_locked(stream, d); // the legacy default streams of all devices count as one
 	}
