@@ -383,48 +383,61 @@ func TestCollectiveOnNullAndDestroyedCommunicator(t *testing.T) {
 
 // With one rank the fake moves the data, so results are checkable.
 func TestOneRankDataMovement(t *testing.T) {
-	collFake(t, func(t *testing.T) {
-		c := collComm(t, 1, 0, 0)
-		s, err := cuda.Device(0).NewStream()
+	collFake(t, oneRankDataMovement)
+}
+
+// TestOneRankDataMovementAfterPageableUpload: the driver's cuMemcpyHtoD from
+// pageable memory may return before the data is on the device, and the
+// communicator's stream (non-blocking) does not wait for it. On an H200
+// (NCCL 2.30.7, eight GPU test processes beside it) an in-place Reduce read
+// zeros for inputs uploaded with cuda.AllocFrom. Under the fake's rule
+// (FAKE_CUDA_PAGEABLE_H2D) the collectives must still read what AllocFrom
+// uploaded.
+func TestOneRankDataMovementAfterPageableUpload(t *testing.T) {
+	collFake(t, oneRankDataMovement, "FAKE_CUDA_PAGEABLE_H2D=1")
+}
+
+func oneRankDataMovement(t *testing.T) {
+	c := collComm(t, 1, 0, 0)
+	s, err := cuda.Device(0).NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	in := f32s(6)
+	send := collSlice(t, 0, in...)
+	check := func(what string, got cuda.Slice[float32], want []float32) {
+		t.Helper()
+		h, err := got.ToHost()
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Destroy()
-		in := f32s(6)
-		send := collSlice(t, 0, in...)
-		check := func(what string, got cuda.Slice[float32], want []float32) {
-			t.Helper()
-			h, err := got.ToHost()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range want {
-				if h[i] != want[i] {
-					t.Fatalf("%s: %v, want %v", what, h, want)
-				}
+		for i := range want {
+			if h[i] != want[i] {
+				t.Fatalf("%s: %v, want %v", what, h, want)
 			}
 		}
-		calls := []struct {
-			name string
-			call func(send, recv nccl.Buffer) error
-		}{
-			{"AllReduce", func(a, b nccl.Buffer) error { return c.AllReduce(a, b, nccl.Sum, s) }},
-			{"Broadcast", func(a, b nccl.Buffer) error { return c.Broadcast(a, b, 0, s) }},
-			{"Reduce", func(a, b nccl.Buffer) error { return c.Reduce(a, b, nccl.Min, 0, s) }},
-			{"AllGather", func(a, b nccl.Buffer) error { return c.AllGather(a, b, s) }},
-			{"ReduceScatter", func(a, b nccl.Buffer) error { return c.ReduceScatter(a, b, nccl.Avg, s) }},
-			{"AllToAll", func(a, b nccl.Buffer) error { return c.AllToAll(a, b, s) }},
-			{"Gather", func(a, b nccl.Buffer) error { return c.Gather(a, b, 0, s) }},
-			{"Scatter", func(a, b nccl.Buffer) error { return c.Scatter(a, b, 0, s) }},
+	}
+	calls := []struct {
+		name string
+		call func(send, recv nccl.Buffer) error
+	}{
+		{"AllReduce", func(a, b nccl.Buffer) error { return c.AllReduce(a, b, nccl.Sum, s) }},
+		{"Broadcast", func(a, b nccl.Buffer) error { return c.Broadcast(a, b, 0, s) }},
+		{"Reduce", func(a, b nccl.Buffer) error { return c.Reduce(a, b, nccl.Min, 0, s) }},
+		{"AllGather", func(a, b nccl.Buffer) error { return c.AllGather(a, b, s) }},
+		{"ReduceScatter", func(a, b nccl.Buffer) error { return c.ReduceScatter(a, b, nccl.Avg, s) }},
+		{"AllToAll", func(a, b nccl.Buffer) error { return c.AllToAll(a, b, s) }},
+		{"Gather", func(a, b nccl.Buffer) error { return c.Gather(a, b, 0, s) }},
+		{"Scatter", func(a, b nccl.Buffer) error { return c.Scatter(a, b, 0, s) }},
+	}
+	for _, k := range calls {
+		recv := collSlice(t, 0, make([]float32, 6)...)
+		if err := k.call(nccl.BufferOf(send), nccl.BufferOf(recv)); err != nil {
+			t.Fatalf("%s: %v", k.name, err)
 		}
-		for _, k := range calls {
-			recv := collSlice(t, 0, make([]float32, 6)...)
-			if err := k.call(nccl.BufferOf(send), nccl.BufferOf(recv)); err != nil {
-				t.Fatalf("%s: %v", k.name, err)
-			}
-			check(k.name, recv, in)
-		}
-	})
+		check(k.name, recv, in)
+	}
 }
 
 // A blocking communicator whose collectives NCCL reports in progress (as

@@ -58,3 +58,13 @@ func MapChunks(dev Device, chunks int) (base uintptr, size uint64, free func() e
 	}
 	return base, size, free, nil
 }
+
+// CopyFromHostUnsynced is CopyFromHost as it was before it waited for the
+// copy: cuMemcpyHtoD alone, which returns once the driver has staged src.
+func CopyFromHostUnsynced[T Elem](s Slice[T], src []T) error {
+	ctx, p, err := s.use("CopyFromHostUnsynced")
+	if err != nil {
+		return err
+	}
+	return check("CopyFromHostUnsynced", "cuMemcpyHtoD_v2", capi.CuMemcpyHtoD(ctx, p, hostPtr(src), s.Bytes()))
+}

@@ -188,7 +188,9 @@ func Alloc[T Elem](dev Device, n int) (Slice[T], error) {
 	return Slice[T]{a: a, n: n}, nil
 }
 
-// AllocFrom allocates len(src) elements on dev and copies src into them.
+// AllocFrom allocates len(src) elements on dev and copies src into them. It
+// returns when the data is on the device: work queued afterwards on any
+// stream sees it (see [Slice.CopyFromHost]).
 func AllocFrom[T Elem](dev Device, src []T) (Slice[T], error) {
 	s, err := Alloc[T](dev, len(src))
 	if err != nil {
@@ -331,7 +333,17 @@ func streamFor(op string, st Stream, dev Device) (uintptr, error) {
 	return h, nil
 }
 
-// CopyFromHost copies src to the device; len(src) must equal s.Len().
+// CopyFromHost copies src to the device; len(src) must equal s.Len(). It
+// returns when the data is on the device: work queued afterwards on any
+// stream sees it.
+//
+// cuMemcpyHtoD from pageable memory (all Go memory is) returns once the
+// driver has staged src; the copy to the device goes on in the legacy
+// default stream, which streams made by [Device.NewStream] do not wait for
+// (seen on an H200: a Reduce on such a stream read zeros for inputs just
+// uploaded). So CopyFromHost then synchronizes the legacy default stream
+// (cuStreamSynchronize of stream 0), which waits for that stream's work
+// only, not for other streams' work (cuCtxSynchronize would).
 func (s Slice[T]) CopyFromHost(src []T) error {
 	ctx, p, err := s.use("CopyFromHost")
 	if err != nil {
@@ -340,10 +352,24 @@ func (s Slice[T]) CopyFromHost(src []T) error {
 	if len(src) != s.n {
 		return lengthError("CopyFromHost", s.n, len(src))
 	}
-	return check("CopyFromHost", "cuMemcpyHtoD_v2", capi.CuMemcpyHtoD(ctx, p, hostPtr(src), s.Bytes()))
+	if err := check("CopyFromHost", "cuMemcpyHtoD_v2", capi.CuMemcpyHtoD(ctx, p, hostPtr(src), s.Bytes())); err != nil {
+		return err
+	}
+	return legacyDone("CopyFromHost", ctx)
+}
+
+// legacyDone waits for the work of the legacy default stream of ctx's
+// device: the synchronous copies and memsets, which the driver may leave
+// there unfinished when it returns ("API synchronization behavior" in the
+// CUDA driver documentation).
+func legacyDone(op string, ctx uintptr) error {
+	return check(op, "cuStreamSynchronize", capi.CuStreamSynchronize(ctx, 0))
 }
 
 // CopyToHost copies the device memory to dst; len(dst) must equal s.Len().
+// It returns when dst holds the data (cuMemcpyDtoH to pageable memory is
+// synchronous); it is ordered after the legacy default stream's work, not
+// after work queued on other streams: synchronize those first.
 func (s Slice[T]) CopyToHost(dst []T) error {
 	ctx, p, err := s.use("CopyToHost")
 	if err != nil {
@@ -355,7 +381,7 @@ func (s Slice[T]) CopyToHost(dst []T) error {
 	return check("CopyToHost", "cuMemcpyDtoH_v2", capi.CuMemcpyDtoH(ctx, hostPtr(dst), p, s.Bytes()))
 }
 
-// ToHost copies the device memory into a new slice.
+// ToHost copies the device memory into a new slice, as [Slice.CopyToHost].
 func (s Slice[T]) ToHost() ([]T, error) {
 	if s.n < 0 {
 		return nil, fmt.Errorf("cuda: ToHost: %w", s.Err())
@@ -365,7 +391,10 @@ func (s Slice[T]) ToHost() ([]T, error) {
 }
 
 // CopyFrom copies src, device to device (across devices too); the lengths
-// must match.
+// must match. It returns when the data is on the device: work queued
+// afterwards on any stream sees it (cuMemcpyDtoD returns before the copy is
+// done, so CopyFrom then synchronizes the legacy default stream, as
+// [Slice.CopyFromHost] does).
 func (s Slice[T]) CopyFrom(src Slice[T]) error {
 	ctx, p, err := s.use("CopyFrom")
 	if err != nil {
@@ -378,7 +407,10 @@ func (s Slice[T]) CopyFrom(src Slice[T]) error {
 	if src.n != s.n {
 		return lengthError("CopyFrom", s.n, src.n)
 	}
-	return check("CopyFrom", "cuMemcpyDtoD_v2", capi.CuMemcpyDtoD(ctx, p, q, s.Bytes()))
+	if err := check("CopyFrom", "cuMemcpyDtoD_v2", capi.CuMemcpyDtoD(ctx, p, q, s.Bytes())); err != nil {
+		return err
+	}
+	return legacyDone("CopyFrom", ctx)
 }
 
 // CopyFromHostAsync queues a copy of src to the device on st. src is Go
@@ -435,13 +467,19 @@ func (s Slice[T]) CopyFromAsync(src Slice[T], st Stream) error {
 	return check("CopyFromAsync", "cuMemcpyDtoDAsync_v2", capi.CuMemcpyDtoDAsync(ctx, p, q, s.Bytes(), h))
 }
 
-// Memset sets every byte of the memory to b.
+// Memset sets every byte of the memory to b. It returns when the memory is
+// set: work queued afterwards on any stream sees it (cuMemsetD8 returns
+// before the memset is done, so Memset then synchronizes the legacy default
+// stream, as [Slice.CopyFromHost] does).
 func (s Slice[T]) Memset(b byte) error {
 	ctx, p, err := s.use("Memset")
 	if err != nil {
 		return err
 	}
-	return check("Memset", "cuMemsetD8_v2", capi.CuMemsetD8(ctx, p, b, s.Bytes()))
+	if err := check("Memset", "cuMemsetD8_v2", capi.CuMemsetD8(ctx, p, b, s.Bytes())); err != nil {
+		return err
+	}
+	return legacyDone("Memset", ctx)
 }
 
 // MemsetAsync queues setting every byte of the memory to b on st.
