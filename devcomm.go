@@ -165,7 +165,7 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 	if q.GINConnectionType != nil {
 		t := *q.GINConnectionType
 		if t < GINConnectionNone || t > GINConnectionRail {
-			return nil, l, argErr(op, "DevCommRequirements.GINConnectionType", "%d: not NONE, FULL or RAIL", int32(t))
+			return nil, l, argErr(op, "DevCommRequirements.GINConnectionType", "%d: not NCCL_GIN_CONNECTION_NONE, NCCL_GIN_CONNECTION_FULL or NCCL_GIN_CONNECTION_RAIL", int32(t))
 		}
 		raw.GinConnectionType = int32(t)
 	}
@@ -398,7 +398,7 @@ func checkDevCommProps(op string, p *Properties, q *DevCommRequirements) error {
 			t = *p.RailedGINType
 		}
 		if t == GINNone {
-			return fmt.Errorf("nccl: %s: GIN connection %s: this communicator has no GPU-initiated networking of that kind (GIN type NONE): %w", op, conn, ErrUnsupported)
+			return fmt.Errorf("nccl: %s: GIN connection %s: this communicator has no GPU-initiated networking of that kind (GIN type NCCL_GIN_TYPE_NONE): %w", op, conn, ErrUnsupported)
 		}
 	}
 	return nil
