@@ -904,7 +904,7 @@ func (c *Communicator) closeResources() error {
 	return errors.Join(errs...)
 }
 
-// track adds a resource to be closed by Destroy and Abort (mu held).
+// trackLocked adds a resource to be closed by Destroy and Abort (mu held).
 func (c *Communicator) trackLocked(r resource) { c.resources = append(c.resources, r) }
 
 // untrackLocked forgets a resource closed on its own (mu held).

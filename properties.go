@@ -36,7 +36,7 @@ type Properties struct {
 // the four later fields.
 var propsWideSince = layoutPropertiesWide.since()
 
-// queryProperties asks NCCL once and caches the answer (mu held). It returns
+// queryPropertiesLocked asks NCCL once and caches the answer (mu held). It returns
 // capi.Pending while the communicator is still being created.
 func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 	if c.props != nil || c.propsErr != nil {

@@ -27,7 +27,7 @@ type CustomOp struct {
 	keep any // the device scalar, kept reachable
 }
 
-// scalarResidence is ncclScalarResidence_t.
+// Values of ncclScalarResidence_t.
 const (
 	scalarDevice = 0 // ncclScalarDevice: NCCL reads the scalar from device memory when the reduction runs
 	// ncclScalarHostImmediate (1) is what capi.RedOpCreatePreMulSumHost passes.
