@@ -7,7 +7,7 @@ import (
 )
 
 // DataType is an NCCL element type (ncclDataType_t). Its values equal
-// cuda.DType's, so a cuda.Slice of any element type maps to one.
+// [cuda.DType]'s, so a [cuda.Slice] of any element type maps to one.
 type DataType int32
 
 // NCCL data types.
@@ -87,7 +87,7 @@ func (o RedOp) String() string {
 	return fmt.Sprintf("ncclRedOp(%d)", int32(o))
 }
 
-// Builtin reports whether o is one of Sum, Prod, Max, Min, Avg.
+// Builtin reports whether o is one of [Sum], [Prod], [Max], [Min], [Avg].
 func (o RedOp) Builtin() bool { return o >= 0 && o < numBuiltinOps }
 
 // GINType is the GPU-initiated networking transport a communicator has
@@ -168,7 +168,7 @@ func (g GINConnectionType) String() string {
 	return fmt.Sprintf("ncclGinConnectionType(%d)", int32(g))
 }
 
-// CTAPolicy is a set of NCCL_CTA_POLICY_* flags (Config.CTAPolicy, NCCL 2.27.3).
+// CTAPolicy is a set of NCCL_CTA_POLICY_* flags ([Config.CTAPolicy], NCCL 2.27.3).
 type CTAPolicy int32
 
 // CTA policies.
@@ -179,7 +179,7 @@ const (
 )
 
 // GraphUsageMode says how a communicator is used with CUDA graphs
-// (Config.GraphUsageMode, NCCL 2.29.2).
+// ([Config.GraphUsageMode], NCCL 2.29.2).
 type GraphUsageMode int32
 
 // Graph usage modes.
