@@ -10,7 +10,7 @@ import (
 
 // Buffer is device memory as NCCL takes it: a device address, a count of
 // elements, their type and the device. It is a small value, free to pass:
-// BufferOf turns any cuda.Slice into one, and RawBuffer wraps memory from
+// [BufferOf] turns any [cuda.Slice] into one, and [RawBuffer] wraps memory from
 // another library (a PyTorch tensor's data_ptr, a CuPy array...). The zero
 // Buffer is "no buffer": pass it where a rank does not use an argument
 // (Broadcast's and Scatter's send off the root, Reduce's and Gather's recv
@@ -36,7 +36,7 @@ type Buffer struct {
 	alloc  *cuda.Allocation
 }
 
-// BufferOf is the Buffer of a device slice. Once the slice's memory is
+// BufferOf is the [Buffer] of a device slice. Once the slice's memory is
 // freed (through any Slice of it), every operation rejects the Buffer.
 // It allocates nothing.
 func BufferOf[T cuda.Elem](s cuda.Slice[T]) Buffer {
@@ -46,7 +46,7 @@ func BufferOf[T cuda.Elem](s cuda.Slice[T]) Buffer {
 // RawBuffer wraps count elements of type t at device address ptr on device
 // dev, made by another library. The CUDA driver is asked once, on the
 // Buffer's first use (or Err), whether the whole range is device memory of
-// dev; copies of the Buffer share the answer.
+// dev; copies of the [Buffer] share the answer.
 func RawBuffer(ptr uintptr, count int, t DataType, dev int) Buffer {
 	b := Buffer{Ptr: ptr, Count: count, Type: t, Device: dev}
 	if ptr != 0 && count > 0 && t.Valid() && uint64(count) <= maxBufferBytes/uint64(t.Size()) && dev >= 0 {
@@ -56,9 +56,9 @@ func RawBuffer(ptr uintptr, count int, t DataType, dev int) Buffer {
 }
 
 // Err reports whether an operation would accept the buffer on its device:
-// nil, or the error the operation would return (an *ArgError wrapping
-// ErrInvalidArgument, and ErrClosed for freed memory). It asks the CUDA
-// driver about a RawBuffer not checked yet.
+// nil, or the error the operation would return (an *[ArgError] wrapping
+// [ErrInvalidArgument], and [ErrClosed] for freed memory). It asks the CUDA
+// driver about a [RawBuffer] not checked yet.
 func (b Buffer) Err() error {
 	if r, closed := b.reason(b.Device); r != "" {
 		e := &ArgError{Op: "Buffer", Arg: "buffer", Reason: r}

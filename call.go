@@ -270,15 +270,15 @@ func completes(m mode, blocking bool) bool { return m == completed || blocking }
 // Wait waits until the communicator's operations in progress have finished
 // (polling ncclCommGetAsyncError with backoff) and returns their error, if
 // any. When ctx ends first, the communicator is aborted and the error
-// matches both ctx.Err() and ErrInProgress. Needed only for non-blocking
+// matches both ctx.Err() and [ErrInProgress]. Needed only for non-blocking
 // communicators; blocking ones wait in each call. Not collective.
 // NCCL 2.4.2.
 func (c *Communicator) Wait(ctx context.Context) error { return c.wait(ctx, "Wait") }
 
 // AsyncError is the communicator's asynchronous state
 // (ncclCommGetAsyncError): nil when idle and healthy, an error wrapping
-// ErrInProgress while an operation runs, or the error that broke it (for
-// example ErrRemote when a peer failed). Not collective. NCCL 2.4.2.
+// [ErrInProgress] while an operation runs, or the error that broke it (for
+// example [ErrRemote] when a peer failed). Not collective. NCCL 2.4.2.
 func (c *Communicator) AsyncError() error {
 	state, st, err := c.asyncState("get async error")
 	if err != nil {

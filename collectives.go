@@ -63,8 +63,8 @@ type collCall struct {
 // AllReduce reduces send across all ranks with op and leaves the result in
 // recv on every rank (ncclAllReduce). send and recv hold the same number of
 // elements of the same type; recv == send (the same address) works in
-// place. op is a built-in operator or a CustomOp of this communicator made
-// for the buffers' type. Collective. NCCL 2.3.5 (Avg: 2.10.3).
+// place. op is a built-in operator or a [CustomOp] of this communicator made
+// for the buffers' type. Collective. NCCL 2.3.5 ([Avg]: 2.10.3).
 func (c *Communicator) AllReduce(send, recv Buffer, op RedOp, s cuda.Stream) error {
 	return c.run(&collCall{kind: kAllReduce, send: send, recv: recv, op: op, stream: s})
 }
@@ -72,14 +72,14 @@ func (c *Communicator) AllReduce(send, recv Buffer, op RedOp, s cuda.Stream) err
 // Broadcast copies root's send to recv on every rank (ncclBroadcast). The
 // count is recv.Count; on root, send must have the same count and type
 // (send == recv works in place). On other ranks send is not read and may be
-// the zero Buffer. Collective. NCCL 2.3.5.
+// the zero [Buffer]. Collective. NCCL 2.3.5.
 func (c *Communicator) Broadcast(send, recv Buffer, root int, s cuda.Stream) error {
 	return c.run(&collCall{kind: kBroadcast, send: send, recv: recv, root: root, stream: s})
 }
 
 // Reduce reduces send across all ranks with op into recv on root
 // (ncclReduce). On root recv has send's count and type (recv == send works
-// in place); on other ranks recv is not used and may be the zero Buffer.
+// in place); on other ranks recv is not used and may be the zero [Buffer].
 // Collective. NCCL 2.3.5.
 func (c *Communicator) Reduce(send, recv Buffer, op RedOp, root int, s cuda.Stream) error {
 	return c.run(&collCall{kind: kReduce, send: send, recv: recv, op: op, root: root, stream: s})
@@ -105,7 +105,7 @@ func (c *Communicator) ReduceScatter(send, recv Buffer, op RedOp, s cuda.Stream)
 // block i of recv (ncclAlltoAll). send and recv have the same count, which
 // nranks divides exactly; each block holds count/nranks elements. NCCL does
 // not support it in place: the buffers must not overlap. Collective.
-// NCCL 2.28.3 (ErrUnsupported before).
+// NCCL 2.28.3 ([ErrUnsupported] before).
 func (c *Communicator) AllToAll(send, recv Buffer, s cuda.Stream) error {
 	return c.run(&collCall{kind: kAllToAll, send: send, recv: recv, stream: s})
 }
@@ -114,7 +114,7 @@ func (c *Communicator) AllToAll(send, recv Buffer, s cuda.Stream) error {
 // element i*send.Count (ncclGather). On root recv.Count must be exactly
 // nranks*send.Count (in place when send.Ptr == recv.Ptr +
 // root*send.Bytes()); elsewhere recv is not used and may be the zero
-// Buffer. Collective. NCCL 2.28.3 (ErrUnsupported before).
+// Buffer. Collective. NCCL 2.28.3 ([ErrUnsupported] before).
 func (c *Communicator) Gather(send, recv Buffer, root int, s cuda.Stream) error {
 	return c.run(&collCall{kind: kGather, send: send, recv: recv, root: root, stream: s})
 }
@@ -122,7 +122,7 @@ func (c *Communicator) Gather(send, recv Buffer, root int, s cuda.Stream) error 
 // Scatter sends block i of root's send to rank i's recv (ncclScatter). On
 // root send.Count must be exactly nranks*recv.Count (in place when recv.Ptr
 // == send.Ptr + root*recv.Bytes()); elsewhere send is not read and may be
-// the zero Buffer. Collective. NCCL 2.28.3 (ErrUnsupported before).
+// the zero [Buffer]. Collective. NCCL 2.28.3 ([ErrUnsupported] before).
 func (c *Communicator) Scatter(send, recv Buffer, root int, s cuda.Stream) error {
 	return c.run(&collCall{kind: kScatter, send: send, recv: recv, root: root, stream: s})
 }

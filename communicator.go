@@ -19,9 +19,9 @@ import (
 // group of ranks that run collectives together.
 //
 // The zero value is the null communicator: every method on it returns an
-// error wrapping ErrNotInitialized that names the operation, except
+// error wrapping [ErrNotInitialized] that names the operation, except
 // Destroy, Abort and Finalize, which do nothing. Initialize makes it a
-// communicator; Split gives one to ranks that pass NoColor; Grow's joining
+// communicator; Split gives one to ranks that pass [NoColor]; Grow's joining
 // ranks start from one.
 //
 // A Communicator is safe for use by several goroutines: its NCCL calls are
@@ -34,8 +34,8 @@ import (
 // of a communicator belongs to one group at a time: while one goroutine's
 // open group holds operations of the communicator, other goroutines cannot
 // queue operations on it, and Finalize, Destroy and Abort refuse (all with
-// ErrInvalidUsage), as they do inside a group. A finalized communicator
-// takes no new operations (ErrClosed). Do not copy
+// [ErrInvalidUsage]), as they do inside a group. A finalized communicator
+// takes no new operations ([ErrClosed]). Do not copy
 // a Communicator once used; pass *Communicator.
 type Communicator struct {
 	mu         sync.Mutex // held for each NCCL call on ptr, never while waiting
@@ -113,11 +113,11 @@ func Init(nranks, rank int, id UniqueID, cfg *Config) (*Communicator, error) {
 	return newComm(context.Background(), started, "Init", nranks, rank, []UniqueID{id}, cfg)
 }
 
-// InitContext is Init (ncclCommInitRankConfig, collective, NCCL 2.14.3)
+// InitContext is [Init] (ncclCommInitRankConfig, collective, NCCL 2.14.3)
 // that completes before returning and is bounded by ctx: for a non-blocking
-// communicator (Config.Blocking false), if ctx ends before all ranks have
+// communicator ([Config.Blocking] false), if ctx ends before all ranks have
 // joined, the communicator is aborted and the error matches both ctx.Err()
-// and ErrInProgress. A blocking init waits inside NCCL, where ctx cannot
+// and [ErrInProgress]. A blocking init waits inside NCCL, where ctx cannot
 // reach it: ctx is checked before.
 func InitContext(ctx context.Context, nranks, rank int, id UniqueID, cfg *Config) (*Communicator, error) {
 	return newComm(ctx, completed, "Init", nranks, rank, []UniqueID{id}, cfg)
@@ -132,28 +132,28 @@ func newComm(ctx context.Context, m mode, op string, nranks, rank int, ids []Uni
 	return c, nil
 }
 
-// InitScalable is Init with several ids spread over the ranks
+// InitScalable is [Init] with several ids spread over the ranks
 // (ncclCommInitRankScalable), for very large jobs: ids[i] was created by one
 // rank each, and every rank passes all of them. Collective. NCCL 2.23.4.
 func InitScalable(nranks, rank int, ids []UniqueID, cfg *Config) (*Communicator, error) {
 	return newComm(context.Background(), started, "InitScalable", nranks, rank, ids, cfg)
 }
 
-// InitScalableContext is InitScalable (ncclCommInitRankScalable, collective,
-// NCCL 2.23.4) bounded by ctx as InitContext is.
+// InitScalableContext is [InitScalable] (ncclCommInitRankScalable, collective,
+// NCCL 2.23.4) bounded by ctx as [InitContext] is.
 func InitScalableContext(ctx context.Context, nranks, rank int, ids []UniqueID, cfg *Config) (*Communicator, error) {
 	return newComm(ctx, completed, "InitScalable", nranks, rank, ids, cfg)
 }
 
 // Initialize initializes a null communicator in place
-// (ncclCommInitRankConfig; see Init). It fails if c is already initialized.
+// (ncclCommInitRankConfig; see [Init]). It fails if c is already initialized.
 // Collective. NCCL 2.14.3.
 func (c *Communicator) Initialize(nranks, rank int, id UniqueID, cfg *Config) error {
 	return c.initialize(context.Background(), started, "Init", nranks, rank, []UniqueID{id}, cfg)
 }
 
 // InitializeContext is Initialize (ncclCommInitRankConfig, collective, NCCL
-// 2.14.3) bounded by ctx as InitContext is.
+// 2.14.3) bounded by ctx as [InitContext] is.
 func (c *Communicator) InitializeContext(ctx context.Context, nranks, rank int, id UniqueID, cfg *Config) error {
 	return c.initialize(ctx, completed, "Init", nranks, rank, []UniqueID{id}, cfg)
 }
@@ -325,7 +325,7 @@ func InitAll(devices []int) ([]*Communicator, error) {
 	return initAll(context.Background(), started, devices, nil)
 }
 
-// InitAllContext is InitAll (ncclCommInitRankConfig per device in one
+// InitAllContext is [InitAll] (ncclCommInitRankConfig per device in one
 // group, NCCL 2.14.3) with a config for every communicator (its Device must
 // be nil), bounded by ctx when the config is non-blocking; a blocking group
 // waits inside NCCL.
@@ -424,7 +424,7 @@ func checkDuplicates(op string, devices []int, r Release) error {
 }
 
 // Blocking reports whether NCCL runs the communicator blocking: its
-// Config.Blocking (default true), unless NCCL_COMM_BLOCKING=0 made NCCL run
+// [Config.Blocking] (default true), unless NCCL_COMM_BLOCKING=0 made NCCL run
 // it non-blocking. False for a null communicator. Not an NCCL call.
 func (c *Communicator) Blocking() bool {
 	if c == nil {
@@ -600,11 +600,11 @@ func (c *Communicator) finalize(ctx context.Context, m mode) error {
 // its peers) and frees it (ncclCommFinalize, ncclCommDestroy). Collective
 // among the ranks of one node unless Finalize was called. A no-op on a null
 // communicator; after Destroy or Abort it returns an error wrapping
-// ErrClosed, also when another goroutine's Abort or Destroy released it
+// [ErrClosed], also when another goroutine's Abort or Destroy released it
 // first (of concurrent calls exactly one reports success). Inside a group,
 // or while another goroutine's open group holds
 // operations of the communicator, it returns an error wrapping
-// ErrInvalidUsage and leaves the communicator allocated (its resources may
+// [ErrInvalidUsage] and leaves the communicator allocated (its resources may
 // already be closed, and it may be finalized): call Destroy again after
 // that group. NCCL 2.3.5.
 func (c *Communicator) Destroy() error { return c.DestroyContext(context.Background()) }
@@ -710,30 +710,30 @@ func (c *Communicator) skipsFinalize() bool {
 }
 
 // AbortCause is Abort (ncclCommAbort, NCCL 2.4.2) that records why: every
-// later call on the communicator returns a *StateError that wraps cause
+// later call on the communicator returns a *[StateError] that wraps cause
 // (errors.Is and errors.As reach it), so that a goroutine that did not see
 // the abort learns its reason. A watchdog that gave up on an operation
 // passes its timeout error. The cause is recorded only by the call that
 // aborts the communicator (of concurrent AbortCause calls, the one that
-// returns nil; the others return an error wrapping ErrClosed), and the
+// returns nil; the others return an error wrapping [ErrClosed]), and the
 // first cause recorded stays.
 func (c *Communicator) AbortCause(cause error) error { return c.abort(cause) }
 
 // Abort closes the communicator's resources and frees it at once,
 // cancelling its operations in flight (ncclCommAbort). Every active rank
 // should abort too. It never waits for another goroutine's wait, only for a
-// call that is inside NCCL (see Communicator). A no-op on a null
+// call that is inside NCCL (see [Communicator]). A no-op on a null
 // communicator; after Destroy or Abort it returns an error wrapping
-// ErrClosed, also when another goroutine's Destroy or Abort released it
+// [ErrClosed], also when another goroutine's Destroy or Abort released it
 // during this call: of concurrent Destroy and Abort calls exactly one
-// reports success. During a blocking Init (which NCCL gives no handle to) it
-// returns an error wrapping ErrInProgress, and the Init aborts the
+// reports success. During a blocking [Init] (which NCCL gives no handle to) it
+// returns an error wrapping [ErrInProgress], and the Init aborts the
 // communicator as soon as NCCL returns it. Inside a group, or while
 // another goroutine's group holds operations of the communicator (until
-// that group's end returns), it returns an error wrapping ErrInvalidUsage:
+// that group's end returns), it returns an error wrapping [ErrInvalidUsage]:
 // to be able to abort operations that may hang, make the communicator
 // non-blocking, whose group end returns at once. When a goroutine exits
-// inside a group (GroupStart without GroupEnd) and Go ends its thread, its
+// inside a group ([GroupStart] without [GroupEnd]) and Go ends its thread, its
 // communicators refuse new work (NCCL can never run what that group
 // queued) and can be aborted; Go parks the main thread instead of ending
 // it, so there the holds stay. Not collective in this process's view; NCCL asks every active
@@ -904,7 +904,7 @@ func (c *Communicator) closeResources() error {
 	return errors.Join(errs...)
 }
 
-// track adds a resource to be closed by Destroy and Abort (mu held).
+// trackLocked adds a resource to be closed by Destroy and Abort (mu held).
 func (c *Communicator) trackLocked(r resource) { c.resources = append(c.resources, r) }
 
 // untrackLocked forgets a resource closed on its own (mu held).

@@ -12,13 +12,13 @@ import (
 // with new(v) (Go 1.26) or nccl.Ptr(v).
 //
 // A field the loaded NCCL does not know makes the call fail with an error
-// wrapping ErrUnsupported instead of being dropped. Values NCCL would reject,
-// or that contradict each other, fail with ErrInvalidArgument before NCCL
+// wrapping [ErrUnsupported] instead of being dropped. Values NCCL would reject,
+// or that contradict each other, fail with [ErrInvalidArgument] before NCCL
 // is called. Environment variables (NCCL_COMM_BLOCKING, NCCL_MIN_CTAS, ...)
 // still override the config, as in NCCL.
 type Config struct {
 	// Device is the CUDA device of the new rank. It is the binding's, not
-	// NCCL's: nil means device 0 for Init, the parent's device for Split,
+	// NCCL's: nil means device 0 for [Init], the parent's device for Split,
 	// Shrink and Grow on existing ranks (where another device is an error).
 	Device *int
 
@@ -51,8 +51,8 @@ type Config struct {
 	CommName string
 	// CollNetEnable enables CollNet (for example IB SHARP). NCCL 2.27.3.
 	CollNetEnable *bool
-	// CTAPolicy: CTAPolicyDefault, CTAPolicyEfficiency (2.27.3),
-	// CTAPolicyZero (2.28.3), or both flags (2.29.2). NCCL 2.27.3.
+	// CTAPolicy: [CTAPolicyDefault], [CTAPolicyEfficiency] (2.27.3),
+	// [CTAPolicyZero] (2.28.3), or both flags (2.29.2). NCCL 2.27.3.
 	CTAPolicy *CTAPolicy
 	// ShrinkShare shares resources with Shrink children (default flag
 	// only). NCCL 2.27.3.
@@ -72,7 +72,7 @@ type Config struct {
 	// NCCL 2.30.3.
 	MaxP2PPeers *int
 	// GraphStreamOrdering overrides NCCL_GRAPH_STREAM_ORDERING; false is
-	// incompatible with GraphUsageMultiple (NCCL's default mode). NCCL 2.30.7.
+	// incompatible with [GraphUsageMultiple] (NCCL's default mode). NCCL 2.30.7.
 	GraphStreamOrdering *bool
 }
 
@@ -87,7 +87,7 @@ func (cfg *Config) commName() string {
 	return cfg.CommName
 }
 
-// Ptr returns a pointer to v, for Config fields: nccl.Ptr(false).
+// Ptr returns a pointer to v, for [Config] fields: nccl.Ptr(false).
 func Ptr[T any](v T) *T { return &v }
 
 func b2i(b bool) int32 {

@@ -16,7 +16,7 @@ import (
 // keeps NCCL's initializer value: GINContextCount 4, GINTrafficClass unset
 // (INT_MIN), GINStrongSignalsRequired and GINVASignalsRequired true, every
 // other count 0 and flag false. A field the loaded NCCL does not know makes
-// CreateDevComm fail with an error wrapping ErrUnsupported that names it.
+// CreateDevComm fail with an error wrapping [ErrUnsupported] that names it.
 // The resource and team requirement lists are not exposed (NULL).
 type DevCommRequirements struct {
 	// LSAMultimem requests multimem on the load/store-accessible team.
@@ -34,7 +34,7 @@ type DevCommRequirements struct {
 	// all-to-all. NCCL 2.28.7.
 	LSALLA2ABlockCount, LSALLA2ASlotCount *int
 	// GINForceEnable forces GIN on (deprecated since 2.29.7, where it means
-	// GINConnectionFull). NCCL 2.28.7.
+	// [GINConnectionFull]). NCCL 2.28.7.
 	GINForceEnable *bool
 	// GINContextCount is a hint for the number of GIN contexts (default 4).
 	// NCCL 2.28.7.
@@ -165,7 +165,7 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 	if q.GINConnectionType != nil {
 		t := *q.GINConnectionType
 		if t < GINConnectionNone || t > GINConnectionRail {
-			return nil, l, argErr(op, "DevCommRequirements.GINConnectionType", "%d: not NONE, FULL or RAIL", int32(t))
+			return nil, l, argErr(op, "DevCommRequirements.GINConnectionType", "%d: not NCCL_GIN_CONNECTION_NONE, NCCL_GIN_CONNECTION_FULL or NCCL_GIN_CONNECTION_RAIL", int32(t))
 		}
 		raw.GinConnectionType = int32(t)
 	}
@@ -236,13 +236,13 @@ var devCommKind = asyncKind{
 // reqs (nil: NCCL's defaults). Where the loaded NCCL reports the
 // communicator's device-API properties (2.29.2), requests it cannot meet
 // (no device-API support, multimem, GIN) fail first with an error wrapping
-// ErrUnsupported. Collective. Inside a group, or on a non-blocking
+// [ErrUnsupported]. Collective. Inside a group, or on a non-blocking
 // communicator, the struct is written when NCCL's work is over (see
 // Window). A communicator without symmetric memory (one of one rank
 // before NCCL 2.28.7, or with NCCL_WIN_ENABLE=0) is refused with a
 // [*SymmetricMemoryError] saying why. A Destroy or Abort of another
 // goroutine that closes it before the call returns makes it fail with
-// ErrClosed. NCCL 2.28.3 (the requirements layout changed in 2.28.7 and
+// [ErrClosed]. NCCL 2.28.3 (the requirements layout changed in 2.28.7 and
 // 2.29.2; the binding declares the loaded release's).
 func (c *Communicator) CreateDevComm(reqs *DevCommRequirements) (*DevComm, error) {
 	return c.createDevComm(context.Background(), started, reqs)
@@ -331,8 +331,8 @@ const noSymmetricDetail = "does not support symmetric memory"
 // and GPUs that all reach each other by CUDA P2P; NCCL before 2.28.7 also
 // needs all ranks on one node, at least 2 of them there, every pair linked
 // by direct P2P (so a communicator of one rank never has it: 2.28.7 lifts
-// that). errors.Is matches ErrUnsupported and errors.ErrUnsupported, and,
-// through Err, NCCL's ErrInvalidUsage.
+// that). errors.Is matches [ErrUnsupported] and errors.ErrUnsupported, and,
+// through Err, NCCL's [ErrInvalidUsage].
 type SymmetricMemoryError struct {
 	Op     string  // e.g. "CreateDevComm"
 	Loaded Release // the loaded NCCL
@@ -340,7 +340,7 @@ type SymmetricMemoryError struct {
 	// communicator of one rank), 0 where no release does.
 	Since  Release
 	Reason string // the cause, as far as the binding can tell
-	Err    error  // NCCL's error (an *Error with Code InvalidUsage)
+	Err    error  // NCCL's error (an *Error with Code [InvalidUsage])
 }
 
 // Error reads "nccl: CreateDevComm: no symmetric memory on this
@@ -350,7 +350,7 @@ func (e *SymmetricMemoryError) Error() string {
 		e.Op, e.Reason, e.Err)
 }
 
-// Is matches ErrUnsupported and errors.ErrUnsupported.
+// Is matches [ErrUnsupported] and errors.ErrUnsupported.
 func (e *SymmetricMemoryError) Is(target error) bool {
 	return target == ErrUnsupported || target == errors.ErrUnsupported
 }
@@ -398,7 +398,7 @@ func checkDevCommProps(op string, p *Properties, q *DevCommRequirements) error {
 			t = *p.RailedGINType
 		}
 		if t == GINNone {
-			return fmt.Errorf("nccl: %s: GIN connection %s: this communicator has no GPU-initiated networking of that kind (GIN type NONE): %w", op, conn, ErrUnsupported)
+			return fmt.Errorf("nccl: %s: GIN connection %s: this communicator has no GPU-initiated networking of that kind (GIN type NCCL_GIN_TYPE_NONE): %w", op, conn, ErrUnsupported)
 		}
 	}
 	return nil
@@ -439,7 +439,7 @@ func (d *DevComm) Size() int {
 }
 
 // Declared is the requirements version the binding declared (the loaded
-// release, at most ABIRelease).
+// release, at most [ABIRelease]).
 func (d *DevComm) Declared() Release {
 	if d == nil {
 		return 0

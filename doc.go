@@ -3,7 +3,7 @@
 // point-to-point and the rest, over NVLink, PCIe, InfiniBand and sockets.
 //
 // It offers what NCCL's Python binding (nccl4py) offers through its
-// Communicator — creation, identity, device-API capability properties,
+// [Communicator] — creation, identity, device-API capability properties,
 // lifecycle, collectives, point-to-point, groups, registration and device
 // communicators — with typed buffers, context cancellation and errors that
 // say what went wrong. Building needs only a C compiler for cgo: libnccl.so.2
@@ -20,27 +20,27 @@
 //
 // # Versions
 //
-// The library is loaded on first use, or by Load: an explicit path, else
+// The library is loaded on first use, or by [Load]: an explicit path, else
 // $NCCL_LIBRARY, else libnccl.so.2 through the dynamic loader. Nothing is
 // loaded at import time. Every function is resolved once; one the loaded
-// NCCL lacks makes its calls return an *UnsupportedError (errors.Is
-// ErrUnsupported) naming the C function, the first release that has it and
+// NCCL lacks makes its calls return an *[UnsupportedError] (errors.Is
+// [ErrUnsupported]) naming the C function, the first release that has it and
 // the loaded release. Each method's documentation names its NCCL call and
 // that first release. NCCL's versioned structs are stamped with
-// min(ABIRelease, loaded release) and only the fields that version defines
+// min([ABIRelease], loaded release) and only the fields that version defines
 // are read: a property the loaded NCCL does not report is an error, never a
-// zero that looks real. Releases from 2.19.1 (MinRelease) load; the binding
+// zero that looks real. Releases from 2.19.1 ([MinRelease]) load; the binding
 // is tested on a GPU against NCCL 2.28.3, 2.28.9 and 2.30.7, and on any
 // machine against fake libraries that follow each release's behaviour.
 //
 // # Lifetimes
 //
-// A Communicator lives from Init (or Initialize, Split, Shrink, Grow) until
+// A Communicator lives from [Init] (or Initialize, Split, Shrink, Grow) until
 // Destroy or Abort. The zero Communicator is the null communicator. Resources
 // made from a communicator (registered buffers, windows, custom reduction
 // operators, device communicators) are tracked by it and closed by Destroy and
 // Abort; closing one twice is safe. A communicator that becomes unreachable
-// while initialized is reported (SetLeakHandler), never destroyed behind your
+// while initialized is reported ([SetLeakHandler]), never destroyed behind your
 // back: Destroy is collective.
 //
 // # Threads
@@ -56,21 +56,21 @@
 // Group(fn) runs fn between ncclGroupStart and ncclGroupEnd: the operations
 // fn issues, on one communicator or several, are fused and launched when the
 // outermost group ends (needed to drive several ranks from one goroutine,
-// and for a Send and Recv that must run together). GroupStart and GroupEnd
+// and for a Send and Recv that must run together). [GroupStart] and [GroupEnd]
 // are the same pair for callers that cannot use a function. NCCL keeps a
 // group per OS thread, so a group locks its goroutine to its thread until it
 // ends, and fn must issue the operations itself. While one goroutine's open
 // group holds operations of a communicator, NCCL's queue of that
 // communicator belongs to that group: other goroutines' operations on it,
-// and its Finalize, Destroy and Abort, are refused with ErrInvalidUsage
+// and its Finalize, Destroy and Abort, are refused with [ErrInvalidUsage]
 // until the group ends. Inside a group, outputs NCCL writes at the group's
 // end (a Split child, a window, a device communicator) are pending until
-// then. GroupSimulate estimates a group's time without launching it.
+// then. [GroupSimulate] estimates a group's time without launching it.
 //
 // # Blocking and cancellation
 //
 // A communicator is blocking by default: each call returns once NCCL has
-// done its host-side work, and collectives cost one C call. Config.Blocking
+// done its host-side work, and collectives cost one C call. [Config.Blocking]
 // false makes it non-blocking: the plain calls (Init, Split, Finalize, ...)
 // return as soon as NCCL has started them (ncclInProgress), and the
 // communicator's next call or Wait waits for them; their *Context variants
@@ -78,7 +78,7 @@
 // and every wait — for init, split, shrink, grow, finalize, window
 // registration — polls NCCL's state with backoff, so the *Context variants
 // can end it: when the context ends, the communicator is aborted and the
-// error matches both ctx.Err() and ErrInProgress. A blocking communicator
+// error matches both ctx.Err() and [ErrInProgress]. A blocking communicator
 // waits inside NCCL, where nothing can interrupt it safely (aborting a
 // communicator while another thread is inside its init would free memory
 // NCCL still uses); its *Context variants check the context before calling
@@ -90,11 +90,11 @@
 //
 // # Errors
 //
-// NCCL failures are *Error (with NCCL's last error message in Detail);
-// arguments the binding rejects before calling NCCL are *ArgError; operations
-// on a null or destroyed communicator are *StateError. errors.Is works with
-// the sentinels ErrInvalidArgument, ErrInvalidUsage, ErrUnhandledCUDA,
-// ErrSystem, ErrInternal, ErrRemote, ErrInProgress, ErrTimeout,
-// ErrNotInitialized, ErrClosed, ErrUnsupported and ErrLibraryNotFound. No
+// NCCL failures are *[Error] (with NCCL's last error message in Detail);
+// arguments the binding rejects before calling NCCL are *[ArgError]; operations
+// on a null or destroyed communicator are *[StateError]. errors.Is works with
+// the sentinels [ErrInvalidArgument], ErrInvalidUsage, [ErrUnhandledCUDA],
+// [ErrSystem], [ErrInternal], [ErrRemote], ErrInProgress, [ErrTimeout],
+// [ErrNotInitialized], [ErrClosed], ErrUnsupported and [ErrLibraryNotFound]. No
 // function panics on bad input.
 package nccl

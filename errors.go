@@ -51,9 +51,9 @@ func (r Result) Text() string {
 	return fmt.Sprintf("unknown result code %d", int32(r))
 }
 
-// Sentinel errors, for errors.Is. An *Error matches the sentinel of its
-// code; the binding's own errors match ErrInvalidArgument (checks before
-// NCCL), ErrNotInitialized, ErrClosed, ErrUnsupported and ErrLibraryNotFound.
+// Sentinel errors, for errors.Is. An *[Error] matches the sentinel of its
+// code; the binding's own errors match [ErrInvalidArgument] (checks before
+// NCCL), [ErrNotInitialized], [ErrClosed], [ErrUnsupported] and [ErrLibraryNotFound].
 var (
 	ErrUnhandledCUDA   = errors.New("nccl: unhandled CUDA error")
 	ErrSystem          = errors.New("nccl: system error")
@@ -117,7 +117,7 @@ func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("nccl: %s: requires NCCL %s, loaded %s", e.Feature, e.Since, e.Loaded)
 }
 
-// Is matches ErrUnsupported and errors.ErrUnsupported.
+// Is matches [ErrUnsupported] and errors.ErrUnsupported.
 func (e *UnsupportedError) Is(target error) bool {
 	return target == ErrUnsupported || target == errors.ErrUnsupported
 }
@@ -136,7 +136,7 @@ func (e *ArgError) Unwrap() error { return e.Err }
 // Error reads "nccl: AllReduce: recv: 10 elements, need 12".
 func (e *ArgError) Error() string { return fmt.Sprintf("nccl: %s: %s: %s", e.Op, e.Arg, e.Reason) }
 
-// Is matches ErrInvalidArgument.
+// Is matches [ErrInvalidArgument].
 func (e *ArgError) Is(target error) bool { return target == ErrInvalidArgument }
 
 func argErr(op, arg, format string, a ...any) error {
@@ -166,7 +166,7 @@ func (e *StateError) Error() string {
 // Unwrap returns the abort's cause, if any.
 func (e *StateError) Unwrap() error { return e.Cause }
 
-// Is matches ErrNotInitialized, and ErrClosed once destroyed or aborted.
+// Is matches [ErrNotInitialized], and [ErrClosed] once destroyed or aborted.
 func (e *StateError) Is(target error) bool {
 	return target == ErrNotInitialized || (target == ErrClosed && e.State != "" && e.State != "not initialized")
 }

@@ -33,8 +33,16 @@ func TestGINTypeTextRoundTrip(t *testing.T) {
 			t.Errorf("%v -> %q -> %v, %v", g, b, back, err)
 		}
 	}
+	// The short names and "UNKNOWN(N)" that String wrote before it wrote
+	// the C names still read back (JSON written by older versions).
+	for text, want := range map[string]GINType{"NONE": GINNone, "PROXY": GINProxy, "GDAKI": GINGDAKI, "GPI": GINGPI, "UNKNOWN(9)": 9} {
+		var back GINType
+		if err := back.UnmarshalText([]byte(text)); err != nil || back != want {
+			t.Errorf("%q -> %v, %v, want %v", text, back, err, want)
+		}
+	}
 	var g GINType
-	for _, bad := range []string{"", "proxy", "UNKNOWN(x)", "UNKNOWN(3) "} {
+	for _, bad := range []string{"", "proxy", "UNKNOWN(x)", "UNKNOWN(3) ", "ncclGinType(x)", "ncclGinType(3) ", "NCCL_GIN_TYPE_"} {
 		if err := g.UnmarshalText([]byte(bad)); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%q: %v, want ErrInvalidArgument", bad, err)
 		}

@@ -191,8 +191,9 @@ func TestEnumNames(t *testing.T) {
 	if o := nccl.RedOp(5); o.Builtin() || o.String() != "ncclRedOp(5)" {
 		t.Errorf("a custom operator: %q builtin %v", o.String(), o.Builtin())
 	}
-	for g, want := range map[nccl.GINConnectionType]string{nccl.GINConnectionNone: "NONE", nccl.GINConnectionFull: "FULL",
-		nccl.GINConnectionRail: "RAIL", 7: "UNKNOWN(7)"} {
+	for g, want := range map[nccl.GINConnectionType]string{nccl.GINConnectionNone: "NCCL_GIN_CONNECTION_NONE",
+		nccl.GINConnectionFull: "NCCL_GIN_CONNECTION_FULL", nccl.GINConnectionRail: "NCCL_GIN_CONNECTION_RAIL",
+		7: "ncclGinConnectionType(7)"} {
 		if g.String() != want {
 			t.Errorf("GINConnectionType(%d) = %q", int32(g), g.String())
 		}
@@ -200,7 +201,8 @@ func TestEnumNames(t *testing.T) {
 }
 
 func TestGINTypeNames(t *testing.T) {
-	for g, want := range map[nccl.GINType]string{0: "NONE", 2: "PROXY", 3: "GDAKI", 4: "GPI", 1: "UNKNOWN(1)", 9: "UNKNOWN(9)"} {
+	for g, want := range map[nccl.GINType]string{0: "NCCL_GIN_TYPE_NONE", 2: "NCCL_GIN_TYPE_PROXY",
+		3: "NCCL_GIN_TYPE_GDAKI", 4: "NCCL_GIN_TYPE_GPI", 1: "ncclGinType(1)", 9: "ncclGinType(9)"} {
 		if g.String() != want {
 			t.Errorf("GINType(%d) = %q, want %q", int32(g), g.String(), want)
 		}
@@ -212,7 +214,7 @@ func TestGINTypeNames(t *testing.T) {
 		t.Error("GIN type values differ from ncclGinType_t")
 	}
 	b, err := json.Marshal(struct{ G nccl.GINType }{nccl.GINGDAKI})
-	if err != nil || string(b) != `{"G":"GDAKI"}` {
+	if err != nil || string(b) != `{"G":"NCCL_GIN_TYPE_GDAKI"}` {
 		t.Errorf("JSON: %s, %v", b, err)
 	}
 }

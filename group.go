@@ -26,7 +26,7 @@ import (
 // NCCL 2.3.5.
 func Group(fn func() error) error { return group(context.Background(), started, fn) }
 
-// GroupContext is Group that, after the outermost group ends, waits for
+// GroupContext is [Group] that, after the outermost group ends, waits for
 // every communicator the group used, non-blocking ones too, within ctx
 // (see Wait): when ctx ends first, the communicators still running are
 // aborted. NCCL 2.3.5.
@@ -64,9 +64,9 @@ func endLeftOpen(op string, depth int) error {
 
 // GroupStart opens a group (ncclGroupStart). NCCL's groups belong to the
 // calling OS thread, so GroupStart locks the calling goroutine to its
-// thread (runtime.LockOSThread) until the matching GroupEnd, which the same
+// thread (runtime.LockOSThread) until the matching [GroupEnd], which the same
 // goroutine must call; every operation of the group must be issued by that
-// goroutine. Prefer Group, which cannot forget the end. Not collective.
+// goroutine. Prefer [Group], which cannot forget the end. Not collective.
 // NCCL 2.3.5.
 func GroupStart() error {
 	if err := groupStart(); err != nil {
@@ -89,16 +89,16 @@ func groupStart() error {
 	return nil
 }
 
-// GroupEnd closes the group GroupStart opened on this goroutine
+// GroupEnd closes the group [GroupStart] opened on this goroutine
 // (ncclGroupEnd), launching its operations if it is the outermost group,
 // and undoes GroupStart's thread lock. After the outermost group it waits
 // for the blocking communicators the group used. Not collective itself; the
 // operations of the group keep their own rules. NCCL 2.3.5.
 func GroupEnd() error { return groupEndManual(context.Background(), started) }
 
-// GroupEndContext is GroupEnd (ncclGroupEnd) whose wait is bounded by ctx
-// (see Wait). It closes only a level that GroupStart opened: inside Group's
-// or GroupSimulate's function it returns an error wrapping ErrInvalidUsage
+// GroupEndContext is [GroupEnd] (ncclGroupEnd) whose wait is bounded by ctx
+// (see Wait). It closes only a level that [GroupStart] opened: inside [Group]'s
+// or [GroupSimulate]'s function it returns an error wrapping [ErrInvalidUsage]
 // and leaves their group open. Not collective itself. NCCL 2.3.5.
 func GroupEndContext(ctx context.Context) error { return groupEndManual(ctx, completed) }
 
@@ -216,7 +216,7 @@ func (c *Communicator) waitsAfterGroup(m mode, p uintptr) bool {
 // a one-rank communicator's collectives at once. So that a simulation never
 // runs anything, collectives and point-to-point calls on non-blocking or
 // one-rank communicators issued inside it are refused with an error
-// wrapping ErrUnsupported (and not issued); if NCCL launched the group
+// wrapping [ErrUnsupported] (and not issued); if NCCL launched the group
 // anyway (NCCL_COMM_BLOCKING=0 in the environment), the error says so.
 func GroupSimulate(fn func() error) (est time.Duration, err error) {
 	const op = "GroupSimulate"

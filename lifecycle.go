@@ -50,7 +50,7 @@ type ShrinkFlag int
 // Shrink flags. NCCL 2.27.3.
 const (
 	// ShrinkDefault needs a quiesced communicator; the child shares the
-	// parent's resources when Config.ShrinkShare is set (NCCL_SHRINK_DEFAULT).
+	// parent's resources when [Config.ShrinkShare] is set (NCCL_SHRINK_DEFAULT).
 	ShrinkDefault ShrinkFlag = 0
 	// ShrinkAbort cancels the parent's operations on the device first and
 	// shares nothing (NCCL_SHRINK_ABORT): for shrinking after a failure.
@@ -104,8 +104,8 @@ func (s MemStat) String() string {
 
 // Split creates new communicators from this one, one per color
 // (ncclCommSplit): the ranks passing the same color form one communicator,
-// ranked by key (ties keep the parent's order). A rank passing NoColor
-// joins none and gets a null Communicator (not nil, !IsValid) and a nil
+// ranked by key (ties keep the parent's order). A rank passing [NoColor]
+// joins none and gets a null [Communicator] (not nil, !IsValid) and a nil
 // error. cfg nil inherits the parent's config (and blocking mode);
 // cfg.Device, if set, must be the parent's device. Collective over every
 // rank of the parent, NoColor ones included; the parent must have no
@@ -116,7 +116,7 @@ func (s MemStat) String() string {
 // being created (its pointer is known only when NCCL's job on the parent
 // ends): after the group ends, Wait on the child (or on the parent) before
 // using it; calls on it meanwhile fail with an error wrapping
-// ErrInProgress. Abort on such a child does not wait: what NCCL makes for
+// [ErrInProgress]. Abort on such a child does not wait: what NCCL makes for
 // it is aborted when the parent is destroyed or aborted. NCCL 2.18.1.
 func (c *Communicator) Split(color, key int, cfg *Config) (*Communicator, error) {
 	return c.split(context.Background(), started, color, key, cfg)
@@ -126,7 +126,7 @@ func (c *Communicator) Split(color, key int, cfg *Config) (*Communicator, error)
 // the child even on a non-blocking parent (outside a group). If ctx ends
 // before such a split is done, the parent is aborted (NCCL cannot cancel a
 // split alone) and so is the child, and the error matches both ctx.Err()
-// and ErrInProgress; a blocking parent splits inside NCCL, where ctx cannot
+// and [ErrInProgress]; a blocking parent splits inside NCCL, where ctx cannot
 // reach. Collective. NCCL 2.18.1.
 func (c *Communicator) SplitContext(ctx context.Context, color, key int, cfg *Config) (*Communicator, error) {
 	return c.split(ctx, completed, color, key, cfg)
@@ -154,7 +154,7 @@ func (c *Communicator) split(ctx context.Context, m mode, color, key int, cfg *C
 // (ncclCommShrink), keeping their order. exclude must be non-empty, hold
 // distinct ranks of the parent, leave at least one rank, and not contain
 // this rank: excluded ranks do not call Shrink. The slice is not modified
-// (NCCL sorts its copy). flags is ShrinkDefault or ShrinkAbort. cfg as in
+// (NCCL sorts its copy). flags is [ShrinkDefault] or [ShrinkAbort]. cfg as in
 // Split. Collective over the remaining ranks. Blocking and non-blocking
 // behaviour as in Split. NCCL 2.27.3.
 func (c *Communicator) Shrink(exclude []int, cfg *Config, flags ShrinkFlag) (*Communicator, error) {
@@ -335,16 +335,16 @@ func (c *Communicator) GetUniqueID() (UniqueID, error) {
 // ranks (ncclCommGrow). Collective over the existing and the joining ranks:
 //
 //   - an existing rank calls it on its live communicator with rank
-//     ExistingRank (it keeps its rank) and id nil, except the coordinator,
+//     [ExistingRank] (it keeps its rank) and id nil, except the coordinator,
 //     which passes the id it got from GetUniqueID; cfg nil inherits this
 //     communicator's config, and cfg.Device, if set, must be its device;
-//   - a joining rank calls it on a null Communicator (the zero value, or a
+//   - a joining rank calls it on a null [Communicator] (the zero value, or a
 //     nil *Communicator) with its new rank (at least the old size, below
 //     nranks) and the coordinator's id; cfg.Device picks its device
 //     (default 0).
 //
 // nranks must exceed the old size. Destroy the old communicator once the
-// new one is ready. Blocking and non-blocking behaviour as in Init.
+// new one is ready. Blocking and non-blocking behaviour as in [Init].
 // NCCL 2.29.2.
 func (c *Communicator) Grow(nranks int, id *UniqueID, rank int, cfg *Config) (*Communicator, error) {
 	return c.grow(context.Background(), started, nranks, id, rank, cfg)
@@ -352,7 +352,7 @@ func (c *Communicator) Grow(nranks int, id *UniqueID, rank int, cfg *Config) (*C
 
 // GrowContext is Grow (ncclCommGrow) completed within ctx: if ctx ends
 // before a non-blocking new communicator is ready, it is aborted and the
-// error matches both ctx.Err() and ErrInProgress (a blocking one grows
+// error matches both ctx.Err() and [ErrInProgress] (a blocking one grows
 // inside NCCL, where ctx cannot reach). Collective. NCCL 2.29.2.
 func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID, rank int, cfg *Config) (*Communicator, error) {
 	return c.grow(ctx, completed, nranks, id, rank, cfg)
@@ -512,7 +512,7 @@ func (c *Communicator) adoptGrown(ptr uintptr, dev int, blocking bool, cell capi
 // Revoke, Suspend, Resume, memory statistics.
 
 // Revoke stops the communicator's operations in flight without destroying
-// it (ncclCommRevoke), so that Split, Shrink (with ShrinkAbort or not) or
+// it (ncclCommRevoke), so that Split, Shrink (with [ShrinkAbort] or not) or
 // Destroy can follow after a failure. flags must be 0 (NCCL_REVOKE_DEFAULT).
 // Finalize is not allowed after Revoke (Destroy skips it). Not collective.
 // NCCL 2.28.7.
@@ -541,11 +541,11 @@ func (c *Communicator) revoke(ctx context.Context, m mode, flags int) error {
 }
 
 // Suspend releases the communicator's memory as flags says
-// (ncclCommSuspend): SuspendMem frees its dynamic GPU memory until Resume.
+// (ncclCommSuspend): [SuspendMem] frees its dynamic GPU memory until Resume.
 // flags 0 does nothing. The communicator must have no operation in flight
-// and must not be used until Resume. NCCL refuses (ErrInvalidUsage) when
+// and must not be used until Resume. NCCL refuses ([ErrInvalidUsage]) when
 // its memory manager is disabled or shared with Split children
-// (Config.SplitShare). Collective (NCCL runs a barrier). NCCL 2.29.7.
+// ([Config.SplitShare]). Collective (NCCL runs a barrier). NCCL 2.29.7.
 func (c *Communicator) Suspend(flags SuspendFlag) error {
 	return c.suspend(context.Background(), started, flags)
 }
@@ -583,7 +583,7 @@ func (c *Communicator) resume(ctx context.Context, m mode) error {
 }
 
 // MemStat returns one memory statistic of the communicator
-// (ncclCommMemStats): bytes, or 0/1 for MemStatGPUMemSuspended. Not
+// (ncclCommMemStats): bytes, or 0/1 for [MemStatGPUMemSuspended]. Not
 // collective. NCCL 2.29.7.
 func (c *Communicator) MemStat(stat MemStat) (uint64, error) {
 	const op = "MemStat"

@@ -12,7 +12,7 @@ import (
 // Loading the NCCL library: once, on first use or by Load, never at import.
 
 // LibraryEnv is the environment variable naming the NCCL library to load
-// when Load was not called.
+// when [Load] was not called.
 const LibraryEnv = "NCCL_LIBRARY"
 
 // DefaultLibrary is the name the dynamic loader is asked for last.
@@ -27,7 +27,7 @@ var lib struct {
 
 // Load opens the NCCL library at path (dlopen), resolves every function the
 // binding calls and reads its version (ncclGetVersion, NCCL 2.3.5); a function the library lacks makes its calls return
-// ErrUnsupported. Without Load, the first call that needs NCCL loads the
+// [ErrUnsupported]. Without Load, the first call that needs NCCL loads the
 // library named by $NCCL_LIBRARY (and only that one, when it is set), else
 // libnccl.so.2 through the dynamic loader's search. Load after a successful load succeeds only for the same
 // file. Nothing is loaded at import time.
@@ -72,7 +72,7 @@ func loadLocked(candidates []string) error {
 }
 
 // LoadError is a failure to find a usable NCCL library. errors.Is matches
-// ErrLibraryNotFound.
+// [ErrLibraryNotFound].
 type LoadError struct {
 	// Tried lists each file tried and why it failed: "path (reason)".
 	Tried []string
@@ -84,7 +84,7 @@ func (e *LoadError) Error() string {
 		"then set %s to its libnccl.so.2 or call nccl.Load(path)", ErrLibraryNotFound, strings.Join(e.Tried, "; "), LibraryEnv)
 }
 
-// Is matches ErrLibraryNotFound.
+// Is matches [ErrLibraryNotFound].
 func (e *LoadError) Is(target error) bool { return target == ErrLibraryNotFound }
 
 // loaded returns the loaded release, loading the default library on first use.

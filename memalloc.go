@@ -10,7 +10,7 @@ import (
 // MemAlloc allocates n elements of T on dev with NCCL's allocator
 // (ncclMemAlloc): CUDA VMM (cuMem) memory that NCCL can register as a
 // window or map for its peers, aligned as windows need. The slice's Free
-// releases it with ncclMemFree (once; ErrClosed after). Not collective.
+// releases it with ncclMemFree (once; [ErrClosed] after). Not collective.
 // NCCL 2.19.1.
 func MemAlloc[T cuda.Elem](dev cuda.Device, n int) (cuda.Slice[T], error) {
 	const op = "MemAlloc"
@@ -30,7 +30,7 @@ func MemAlloc[T cuda.Elem](dev cuda.Device, n int) (cuda.Slice[T], error) {
 
 // MemAllocRaw allocates bytes on dev with ncclMemAlloc and returns the
 // device address, for memory handed to another library. Free it with
-// MemFree. Not collective. NCCL 2.19.1.
+// [MemFree]. Not collective. NCCL 2.19.1.
 func MemAllocRaw(dev cuda.Device, bytes uint64) (uintptr, error) {
 	if bytes == 0 {
 		return 0, argErr("MemAllocRaw", "bytes", "0: need at least 1")
@@ -56,7 +56,7 @@ func memAlloc(op string, dev cuda.Device, bytes uint64) (uintptr, error) {
 }
 
 // MemFree frees memory of ncclMemAlloc (ncclMemFree), given its device
-// address: for MemAllocRaw's memory (MemAlloc's slices free themselves).
+// address: for [MemAllocRaw]'s memory ([MemAlloc]'s slices free themselves).
 // Not collective. NCCL 2.19.1.
 func MemFree(ptr uintptr) error {
 	if ptr == 0 {

@@ -28,7 +28,7 @@ type Properties struct {
 	// RailedGINType is the GIN transport of rail connections. NCCL 2.29.7.
 	RailedGINType *GINType `json:"railed_gin_type"`
 	// Declared is the struct version the binding declared to NCCL:
-	// min(ABIRelease, the loaded release).
+	// min([ABIRelease], the loaded release).
 	Declared Release `json:"declared_version"`
 }
 
@@ -36,7 +36,7 @@ type Properties struct {
 // the four later fields.
 var propsWideSince = layoutPropertiesWide.since()
 
-// queryProperties asks NCCL once and caches the answer (mu held). It returns
+// queryPropertiesLocked asks NCCL once and caches the answer (mu held). It returns
 // capi.Pending while the communicator is still being created.
 func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 	if c.props != nil || c.propsErr != nil {
@@ -104,7 +104,7 @@ func (c *Communicator) tryProperties(op string) (*Properties, int32, error) {
 
 // Properties returns every device-API property (ncclCommQueryProperties,
 // queried once and cached). On NCCL before 2.29.2 it returns an error
-// wrapping ErrUnsupported. Not collective. NCCL 2.29.2.
+// wrapping [ErrUnsupported]. Not collective. NCCL 2.29.2.
 func (c *Communicator) Properties() (Properties, error) {
 	p, err := c.properties("query properties")
 	if err != nil {
@@ -162,7 +162,7 @@ func (c *Communicator) MultimemSupport() (bool, error) {
 }
 
 // GINType is the GPU-initiated networking transport available
-// (ncclCommQueryProperties' ginType, cached); GINNone means no GIN
+// (ncclCommQueryProperties' ginType, cached); [GINNone] means no GIN
 // resources can be requested. Not collective. NCCL 2.29.2.
 func (c *Communicator) GINType() (GINType, error) {
 	p, err := c.properties("get GIN type")
@@ -174,7 +174,7 @@ func (c *Communicator) GINType() (GINType, error) {
 
 // NumLSATeams is the number of LSA teams across the communicator
 // (ncclCommQueryProperties' nLsaTeams, cached). Not collective. NCCL
-// 2.29.7; ErrUnsupported before.
+// 2.29.7; [ErrUnsupported] before.
 func (c *Communicator) NumLSATeams() (int, error) {
 	p, err := c.properties("get LSA team count")
 	if err != nil {
@@ -188,7 +188,7 @@ func (c *Communicator) NumLSATeams() (int, error) {
 
 // HostRMASupport reports whether host-initiated one-sided operations work
 // (ncclCommQueryProperties' hostRmaSupport, cached). Not collective.
-// NCCL 2.29.7; ErrUnsupported before.
+// NCCL 2.29.7; [ErrUnsupported] before.
 func (c *Communicator) HostRMASupport() (bool, error) {
 	p, err := c.properties("get host RMA support")
 	if err != nil {
@@ -201,9 +201,9 @@ func (c *Communicator) HostRMASupport() (bool, error) {
 }
 
 // RailedGINType is the GIN transport of rail connections
-// (ncclCommQueryProperties' railedGinType, cached); GINNone means the RAIL
+// (ncclCommQueryProperties' railedGinType, cached); [GINNone] means the RAIL
 // connection type is not possible. Not collective. NCCL 2.29.7;
-// ErrUnsupported before.
+// [ErrUnsupported] before.
 func (c *Communicator) RailedGINType() (GINType, error) {
 	p, err := c.properties("get railed GIN type")
 	if err != nil {

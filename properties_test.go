@@ -110,7 +110,7 @@ func TestProperties2292(t *testing.T) {
 		wantUnsupportedProp(t, "RailedGINType", err, "ncclCommProperties_t.railedGinType", 22907, 22902)
 		// JSON shows the unknown fields as null.
 		b, err := json.Marshal(p)
-		if err != nil || !strings.Contains(string(b), `"num_lsa_teams":null`) || !strings.Contains(string(b), `"gin_type":"GDAKI"`) {
+		if err != nil || !strings.Contains(string(b), `"num_lsa_teams":null`) || !strings.Contains(string(b), `"gin_type":"NCCL_GIN_TYPE_GDAKI"`) {
 			t.Errorf("JSON: %s, %v", b, err)
 		}
 	})

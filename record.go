@@ -220,7 +220,7 @@ type Hook interface {
 	// background job, on no stream. A blocking communicator's Split,
 	// Shrink, Grow and Finalize, and every Abort and Destroy, are told
 	// just before NCCL runs them, since they may wait inside NCCL.
-	// Operations issued inside GroupSimulate run nothing and are not told.
+	// Operations issued inside [GroupSimulate] run nothing and are not told.
 	Queued(op QueuedOp)
 	// GroupEnded is told when the outermost group that queued operations
 	// on the communicator has ended (ncclGroupEnd returned): those
@@ -233,7 +233,7 @@ type Hook interface {
 // only, even when the same hook was added twice.
 type hookEntry struct{ h Hook }
 
-// QueuedOp is one queued operation as a Hook sees it.
+// QueuedOp is one queued operation as a [Hook] sees it.
 type QueuedOp struct {
 	Comm  *Communicator // the communicator (its lock is held: do not call it)
 	Trace *trace.Comm   // its flight-recorder history
@@ -247,7 +247,7 @@ type QueuedOp struct {
 	// those itself: their entries are watched and started when recorded,
 	// and completed when NCCL's work is over (the call returned, or the
 	// communicator's asynchronous state left ncclInProgress), so a hook
-	// can tell one that hangs by trace.Comm.State.
+	// can tell one that hangs by [trace.Comm.State].
 	OnStream bool
 }
 
@@ -321,7 +321,7 @@ func (c *Communicator) removeHook(e *hookEntry) {
 	c.trace.hooks.Store(&list)
 }
 
-// TraceComm is the communicator's flight-recorder history (trace.Comm: its
+// TraceComm is the communicator's flight-recorder history ([trace.Comm]: its
 // name, hash, rank and sequence numbers), registered with trace.Default()
 // when the communicator is first used. Not an NCCL call.
 func (c *Communicator) TraceComm() (*trace.Comm, error) {

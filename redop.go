@@ -11,7 +11,7 @@ import (
 )
 
 // CustomOp is a reduction operator made for one communicator and one
-// element type (ncclRedOpCreatePreMulSum). Use Op wherever a RedOp goes, on
+// element type (ncclRedOpCreatePreMulSum). Use Op wherever a [RedOp] goes, on
 // that communicator only, with buffers of that type: the collectives check
 // both, and that the operator is still open.
 //
@@ -27,7 +27,7 @@ type CustomOp struct {
 	keep any // the device scalar, kept reachable
 }
 
-// scalarResidence is ncclScalarResidence_t.
+// Values of ncclScalarResidence_t.
 const (
 	scalarDevice = 0 // ncclScalarDevice: NCCL reads the scalar from device memory when the reduction runs
 	// ncclScalarHostImmediate (1) is what capi.RedOpCreatePreMulSumHost passes.
@@ -44,7 +44,7 @@ func PreMulSum[T cuda.Elem](c *Communicator, scalar T) (*CustomOp, error) {
 	return c.newPreMulSum("PreMulSum", DataType(cuda.DTypeOf[T]()), true, bits, 0, nil)
 }
 
-// PreMulSumDevice is PreMulSum with the scalar in device memory: a
+// PreMulSumDevice is [PreMulSum] with the scalar in device memory: a
 // one-element slice on the communicator's device, which NCCL reads each
 // time a reduction using the operator runs (ncclRedOpCreatePreMulSum with
 // ncclScalarDevice). Keep the memory allocated, and its value written in
@@ -102,7 +102,7 @@ func (c *Communicator) newPreMulSum(op string, dt DataType, host bool, bits uint
 }
 
 // Op is the operator's ncclRedOp_t, to pass to this communicator's
-// reductions. A nil *CustomOp gives RedOp(-1), which every reduction
+// reductions. A nil *[CustomOp] gives RedOp(-1), which every reduction
 // rejects.
 func (o *CustomOp) Op() RedOp {
 	if o == nil {
@@ -112,7 +112,7 @@ func (o *CustomOp) Op() RedOp {
 }
 
 // Type is the element type the operator was made for (DataType(-1) for a
-// nil *CustomOp).
+// nil *[CustomOp]).
 func (o *CustomOp) Type() DataType {
 	if o == nil {
 		return -1
@@ -133,7 +133,7 @@ func (o *CustomOp) String() string {
 // made). Close is idempotent: a second Close, or a Close after the
 // communicator was destroyed or aborted (which closed the operator), returns
 // nil. Using the operator after Close is an error wrapping
-// ErrInvalidArgument. Not collective. NCCL 2.11.4.
+// [ErrInvalidArgument]. Not collective. NCCL 2.11.4.
 func (o *CustomOp) Close() error {
 	if o == nil || o.c == nil {
 		return nil

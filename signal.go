@@ -138,7 +138,7 @@ func checkWaitDesc(op string, i int, d WaitSignalDesc, n int) error {
 // rank's part). offsetElems is where the data lands in peer's window, in
 // ELEMENTS of local's type: the byte offset is offsetElems *
 // local.Type.Size(). local must lie in a window of this communicator
-// registered with WindowCollSymmetric, in one cuMem allocation. The write
+// registered with [WindowCollSymmetric], in one cuMem allocation. The write
 // must end inside the window (checked against this rank's size of it,
 // which a symmetric window shares with every rank; NCCL itself checks only
 // where local starts). peer's

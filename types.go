@@ -7,7 +7,7 @@ import (
 )
 
 // DataType is an NCCL element type (ncclDataType_t). Its values equal
-// cuda.DType's, so a cuda.Slice of any element type maps to one.
+// [cuda.DType]'s, so a [cuda.Slice] of any element type maps to one.
 type DataType int32
 
 // NCCL data types.
@@ -87,7 +87,7 @@ func (o RedOp) String() string {
 	return fmt.Sprintf("ncclRedOp(%d)", int32(o))
 }
 
-// Builtin reports whether o is one of Sum, Prod, Max, Min, Avg.
+// Builtin reports whether o is one of [Sum], [Prod], [Max], [Min], [Avg].
 func (o RedOp) Builtin() bool { return o >= 0 && o < numBuiltinOps }
 
 // GINType is the GPU-initiated networking transport a communicator has
@@ -102,39 +102,45 @@ const (
 	GINGPI   GINType = 4 // NCCL_GIN_TYPE_GPI, NCCL 2.30.7
 )
 
-// String is "NONE", "PROXY", "GDAKI" or "GPI"; other values print as
-// "UNKNOWN(N)".
+var ginTypeNames = map[GINType]string{
+	GINNone: "NCCL_GIN_TYPE_NONE", GINProxy: "NCCL_GIN_TYPE_PROXY", GINGDAKI: "NCCL_GIN_TYPE_GDAKI", GINGPI: "NCCL_GIN_TYPE_GPI",
+}
+
+// ginTypeShortNames are the names String wrote before it wrote the C names;
+// UnmarshalText still reads them.
+var ginTypeShortNames = map[GINType]string{GINNone: "NONE", GINProxy: "PROXY", GINGDAKI: "GDAKI", GINGPI: "GPI"}
+
+// String is the C name, e.g. "NCCL_GIN_TYPE_PROXY"; other values print as
+// "ncclGinType(N)".
 func (g GINType) String() string {
-	switch g {
-	case GINNone:
-		return "NONE"
-	case GINProxy:
-		return "PROXY"
-	case GINGDAKI:
-		return "GDAKI"
-	case GINGPI:
-		return "GPI"
+	if s, ok := ginTypeNames[g]; ok {
+		return s
 	}
-	return fmt.Sprintf("UNKNOWN(%d)", int32(g))
+	return fmt.Sprintf("ncclGinType(%d)", int32(g))
 }
 
 // MarshalText writes the String form (for JSON).
 func (g GINType) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
 
-// UnmarshalText reads the String form back, "UNKNOWN(N)" included.
+// UnmarshalText reads the String form back, "ncclGinType(N)" included. It
+// also reads the forms older versions wrote: "NONE", "PROXY", "GDAKI", "GPI"
+// and "UNKNOWN(N)".
 func (g *GINType) UnmarshalText(b []byte) error {
-	for _, v := range []GINType{GINNone, GINProxy, GINGDAKI, GINGPI} {
-		if string(b) == v.String() {
+	for v, s := range ginTypeNames {
+		if string(b) == s || string(b) == ginTypeShortNames[v] {
 			*g = v
 			return nil
 		}
 	}
-	var n int32
-	if _, err := fmt.Sscanf(string(b), "UNKNOWN(%d)", &n); err == nil && fmt.Sprintf("UNKNOWN(%d)", n) == string(b) {
-		*g = GINType(n)
-		return nil
+	for _, form := range []string{"ncclGinType(%d)", "UNKNOWN(%d)"} {
+		var n int32
+		if _, err := fmt.Sscanf(string(b), form, &n); err == nil && fmt.Sprintf(form, n) == string(b) {
+			*g = GINType(n)
+			return nil
+		}
 	}
-	return &ArgError{Op: "GINType.UnmarshalText", Arg: "text", Reason: fmt.Sprintf("%q is not NONE, PROXY, GDAKI, GPI or UNKNOWN(N)", b)}
+	return &ArgError{Op: "GINType.UnmarshalText", Arg: "text",
+		Reason: fmt.Sprintf("%q is not NCCL_GIN_TYPE_NONE, NCCL_GIN_TYPE_PROXY, NCCL_GIN_TYPE_GDAKI, NCCL_GIN_TYPE_GPI or ncclGinType(N)", b)}
 }
 
 // GINConnectionType is how a device communicator connects over GIN
@@ -148,20 +154,21 @@ const (
 	GINConnectionRail GINConnectionType = 2 // NCCL_GIN_CONNECTION_RAIL
 )
 
-// String is "NONE", "FULL" or "RAIL".
+// String is the C name, e.g. "NCCL_GIN_CONNECTION_FULL"; other values print
+// as "ncclGinConnectionType(N)".
 func (g GINConnectionType) String() string {
 	switch g {
 	case GINConnectionNone:
-		return "NONE"
+		return "NCCL_GIN_CONNECTION_NONE"
 	case GINConnectionFull:
-		return "FULL"
+		return "NCCL_GIN_CONNECTION_FULL"
 	case GINConnectionRail:
-		return "RAIL"
+		return "NCCL_GIN_CONNECTION_RAIL"
 	}
-	return fmt.Sprintf("UNKNOWN(%d)", int32(g))
+	return fmt.Sprintf("ncclGinConnectionType(%d)", int32(g))
 }
 
-// CTAPolicy is a set of NCCL_CTA_POLICY_* flags (Config.CTAPolicy, NCCL 2.27.3).
+// CTAPolicy is a set of NCCL_CTA_POLICY_* flags ([Config.CTAPolicy], NCCL 2.27.3).
 type CTAPolicy int32
 
 // CTA policies.
@@ -172,7 +179,7 @@ const (
 )
 
 // GraphUsageMode says how a communicator is used with CUDA graphs
-// (Config.GraphUsageMode, NCCL 2.29.2).
+// ([Config.GraphUsageMode], NCCL 2.29.2).
 type GraphUsageMode int32
 
 // Graph usage modes.

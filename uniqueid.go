@@ -7,11 +7,11 @@ import (
 	"github.com/nccl4go/nccl/internal/capi"
 )
 
-// UniqueIDBytes is the size of a UniqueID (NCCL_UNIQUE_ID_BYTES).
+// UniqueIDBytes is the size of a [UniqueID] (NCCL_UNIQUE_ID_BYTES).
 const UniqueIDBytes = 128
 
 // UniqueID is ncclUniqueId: 128 opaque bytes one rank creates with
-// NewUniqueID and every rank of the new communicator passes to Init. It
+// [NewUniqueID] and every rank of the new communicator passes to [Init]. It
 // holds the address of the bootstrap root. Send it to the other ranks in its
 // binary (MarshalBinary) or text (MarshalText, hex) form.
 type UniqueID [UniqueIDBytes]byte

@@ -32,7 +32,7 @@ const windowAlignment = 4096
 
 // ErrNoWindow: NCCL created no window for a buffer (ncclCommWindowRegister
 // returned success and a NULL window), typically because the communicator
-// has no symmetric-memory support. It matches ErrUnsupported too.
+// has no symmetric-memory support. It matches [ErrUnsupported] too.
 var ErrNoWindow error = noWindowError{}
 
 type noWindowError struct{}
@@ -51,8 +51,8 @@ func (noWindowError) Is(target error) bool {
 //
 // A window registered inside a group (or on a non-blocking communicator)
 // is known only once the group ends and NCCL's work is over: until then
-// its methods return an error wrapping ErrInProgress; afterwards they use
-// the window, or return an error wrapping ErrNoWindow if NCCL made none.
+// its methods return an error wrapping [ErrInProgress]; afterwards they use
+// the window, or return an error wrapping [ErrNoWindow] if NCCL made none.
 type Window struct {
 	asyncRes
 	cell   capi.Cell // where NCCL writes the ncclWindow_t, possibly later
@@ -71,15 +71,15 @@ var windowKind = asyncKind{
 
 // RegisterWindow registers b as this rank's part of a window
 // (ncclCommWindowRegister). b must be on the communicator's device, in CUDA
-// VMM (cuMem) memory such as MemAlloc's, starting at a multiple of 4096
+// VMM (cuMem) memory such as [MemAlloc]'s, starting at a multiple of 4096
 // bytes from its allocation. Collective: every rank registers its buffer
-// (sizes may differ unless flags has WindowCollSymmetric). Where NCCL
+// (sizes may differ unless flags has [WindowCollSymmetric]). Where NCCL
 // creates no window (a communicator without symmetric-memory support), it
-// returns an error wrapping ErrNoWindow, which says why. Inside a group it
-// returns a Window known at the group's end. It returns a Window or an
+// returns an error wrapping [ErrNoWindow], which says why. Inside a group it
+// returns a [Window] known at the group's end. It returns a Window or an
 // error, never neither: a Destroy or Abort of another goroutine that closes
-// the window before the call returns makes it fail with ErrClosed.
-// NCCL 2.27.3 (WindowStrictOrdering: 2.29.7).
+// the window before the call returns makes it fail with [ErrClosed].
+// NCCL 2.27.3 ([WindowStrictOrdering]: 2.29.7).
 func (c *Communicator) RegisterWindow(b Buffer, flags WindowFlag) (*Window, error) {
 	return c.registerWindow(context.Background(), started, b, flags)
 }
@@ -329,7 +329,7 @@ func (w *Window) LSAPointer(lsaRank int, offsetBytes uint64) (uintptr, error) {
 // PeerPointer is the device address, usable from this rank's kernels, of
 // offsetBytes into peer's window (ncclGetPeerDevicePointer). A peer that
 // this rank cannot reach by load/store gives an error wrapping
-// ErrUnsupported. Not collective. NCCL 2.29.2.
+// [ErrUnsupported]. Not collective. NCCL 2.29.2.
 func (w *Window) PeerPointer(peer int, offsetBytes uint64) (uintptr, error) {
 	const op = "Window.PeerPointer"
 	if _, err := require(capi.SymGetPeerDevicePointer); err != nil {
@@ -365,7 +365,7 @@ func (w *Window) PeerPointer(peer int, offsetBytes uint64) (uintptr, error) {
 
 // MultimemPointer is the multicast (multimem) device address of offsetBytes
 // into the window for this rank's LSA team (ncclGetLsaMultimemDevicePointer).
-// Without multimem support it returns an error wrapping ErrUnsupported.
+// Without multimem support it returns an error wrapping [ErrUnsupported].
 // Not collective. NCCL 2.29.2.
 func (w *Window) MultimemPointer(offsetBytes uint64) (uintptr, error) {
 	const op = "Window.MultimemPointer"

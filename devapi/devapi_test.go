@@ -194,7 +194,7 @@ func TestCapabilityGates(t *testing.T) {
 				t.Errorf("Require%s = %v, want a *CapabilityError", name, err)
 			}
 		}
-		if err := devapi.RequireGIN(c); !strings.Contains(err.Error(), "GIN type NONE") {
+		if err := devapi.RequireGIN(c); !strings.Contains(err.Error(), "GIN type NCCL_GIN_TYPE_NONE") {
 			t.Errorf("RequireGIN says %q", err)
 		}
 		if err := devapi.RequireMultimem(c); !strings.Contains(err.Error(), "no multimem support") {

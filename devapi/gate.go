@@ -92,7 +92,7 @@ func RequireGIN(c *nccl.Communicator) error {
 		return err
 	}
 	if p.GINType == nccl.GINNone {
-		return &CapabilityError{Path: "GIN", Reason: "the communicator reports GIN type NONE " +
+		return &CapabilityError{Path: "GIN", Reason: "the communicator reports GIN type NCCL_GIN_TYPE_NONE " +
 			"(GIN needs ranks on other nodes reached through a network with GPU-initiated transfers: RDMA NICs and the GDAKI or proxy GIN plugin)"}
 	}
 	return nil

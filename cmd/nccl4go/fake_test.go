@@ -206,7 +206,7 @@ func TestFakeProbeNewNCCL(t *testing.T) {
 				t.Fatalf("row %d: %d cells %q", i, len(r), r)
 			}
 			// CUDA DEV, NVML DEV, DEVICE API, MULTIMEM, GIN, LSA TEAMS, HOST RMA, RAILED GIN
-			want := fmt.Sprintf("%d 5 yes yes PROXY 2 yes GDAKI", i)
+			want := fmt.Sprintf("%d 5 yes yes NCCL_GIN_TYPE_PROXY 2 yes NCCL_GIN_TYPE_GDAKI", i)
 			if got := strings.Join(r[7:], " "); got != want {
 				t.Errorf("row %d properties %q, want %q", i, got, want)
 			}
@@ -229,7 +229,7 @@ func TestFakeProbeNewNCCL(t *testing.T) {
 				t.Errorf("rank %d: properties %+v disagree with %+v", i, p, r)
 			case p.NumLSATeams == nil || p.HostRMASupport == nil || p.RailedGINType == nil:
 				t.Errorf("rank %d: later properties missing: %+v", i, p)
-			case *p.NumLSATeams != 2 || !*p.HostRMASupport || *p.RailedGINType != "GDAKI" || p.GINType != "PROXY" || p.NVMLDevice != 5:
+			case *p.NumLSATeams != 2 || !*p.HostRMASupport || *p.RailedGINType != "NCCL_GIN_TYPE_GDAKI" || p.GINType != "NCCL_GIN_TYPE_PROXY" || p.NVMLDevice != 5:
 				t.Errorf("rank %d: properties %+v, want the fake's knobs", i, p)
 			case r.PropertiesError != "":
 				t.Errorf("rank %d: properties error %q", i, r.PropertiesError)

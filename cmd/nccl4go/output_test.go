@@ -44,8 +44,8 @@ func TestPrintProbeWithProperties(t *testing.T) {
 		t.Errorf("header %q", lines[2])
 	}
 	want := [][]string{
-		{"0", "2", "0", "NVIDIA", "H200", "0000:19:00.0", "0", "7", "yes", "no", "PROXY", "1", "yes", "NONE"},
-		{"1", "2", "1", "NVIDIA", "H200", "0000:1a:00.0", "1", "6", "yes", "no", "PROXY", "1", "yes", "NONE"},
+		{"0", "2", "0", "NVIDIA", "H200", "0000:19:00.0", "0", "7", "yes", "no", "NCCL_GIN_TYPE_PROXY", "1", "yes", "NCCL_GIN_TYPE_NONE"},
+		{"1", "2", "1", "NVIDIA", "H200", "0000:1a:00.0", "1", "6", "yes", "no", "NCCL_GIN_TYPE_PROXY", "1", "yes", "NCCL_GIN_TYPE_NONE"},
 	}
 	for i, w := range want {
 		if got := strings.Fields(lines[3+i]); strings.Join(got, " ") != strings.Join(w, " ") {
@@ -55,7 +55,7 @@ func TestPrintProbeWithProperties(t *testing.T) {
 	// Columns line up: every cell of the "GIN" column starts where its header does.
 	col := strings.Index(lines[2], "GIN ")
 	for _, l := range lines[3:] {
-		if !strings.HasPrefix(l[col:], "PROXY") {
+		if !strings.HasPrefix(l[col:], "NCCL_GIN_TYPE_PROXY") {
 			t.Errorf("GIN column not aligned at %d in %q", col, l)
 		}
 	}
@@ -101,7 +101,7 @@ func TestPrintProbePartialProperties(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := strings.Fields(strings.Split(b.String(), "\n")[3])
-	if want := "0 1 0 G b 0 0 no yes GDAKI n/a n/a n/a"; strings.Join(row, " ") != want {
+	if want := "0 1 0 G b 0 0 no yes NCCL_GIN_TYPE_GDAKI n/a n/a n/a"; strings.Join(row, " ") != want {
 		t.Errorf("row %q, want %q", row, want)
 	}
 }
@@ -134,7 +134,7 @@ func TestProbeJSONShape(t *testing.T) {
 	if !ok {
 		t.Fatalf("rank 0 properties = %v", doc.Ranks[0]["properties"])
 	}
-	for k, want := range map[string]any{"gin_type": "PROXY", "railed_gin_type": "GDAKI", "num_lsa_teams": 2.0, "host_rma_support": false} {
+	for k, want := range map[string]any{"gin_type": "NCCL_GIN_TYPE_PROXY", "railed_gin_type": "NCCL_GIN_TYPE_GDAKI", "num_lsa_teams": 2.0, "host_rma_support": false} {
 		if props[k] != want {
 			t.Errorf("properties.%s = %v, want %v", k, props[k], want)
 		}

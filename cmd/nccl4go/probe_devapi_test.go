@@ -32,7 +32,7 @@ func TestFakeProbeDevicePaths(t *testing.T) {
 			`(?m)^device-API paths:$`,
 			`(?m)^  LSA kernels +yes  device communicators`,
 			`(?m)^  multimem kernels +no   devapi: multimem kernels cannot run on this communicator: the communicator reports no multimem support`,
-			`(?m)^  GIN kernels +no   .*GIN type NONE`,
+			`(?m)^  GIN kernels +no   .*GIN type NCCL_GIN_TYPE_NONE`,
 			`(?m)^  NCCL device headers +yes  ` + regexp.QuoteMeta(os.Getenv("NCCL4GO_NCCL_INCLUDE")) + ` \(NCCL 2\.30\.7\)$`,
 			`(?m)^  NVRTC +yes  .*\(13\.0\)$`,
 			`(?m)^  nvcc +no   devapi: no nvcc`,
