@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -319,10 +322,7 @@ func TestJobMissingRankProcesses(t *testing.T) {
 	}
 	bin := buildJobcheck(t)
 	ncclLib, cudaLib := faketest.Libraries(t, faketest.Env{})
-	port, err := freePort("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := testPort(t, "127.0.0.1")
 	var wg sync.WaitGroup
 	outs := make([]string, 3)
 	codes := make([]int, 3)
@@ -346,4 +346,23 @@ func TestJobMissingRankProcesses(t *testing.T) {
 			t.Errorf("rank %d: status %d, output %s", r, codes[r], outs[r])
 		}
 	}
+}
+
+// testPort is a free TCP port on host for a test's listener, taken below
+// the kernel's ephemeral range (32768-60999 on Linux): a port from
+// freePort (":0") is in that range, and another package's test, running
+// in parallel, may take it as the source port of an outgoing connection
+// before the test listens on it (seen: "bind: address already in use").
+func testPort(t *testing.T, host string) int {
+	t.Helper()
+	for range 200 {
+		p := 20000 + mrand.IntN(12000)
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err == nil {
+			l.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port found in 20000-31999")
+	return 0
 }

@@ -247,13 +247,10 @@ func TestRunWarnsWithoutSecret(t *testing.T) {
 	requireSh(t)
 	t.Setenv("NCCL4GO_STORE_SECRET", "")
 	os.Unsetenv("NCCL4GO_STORE_SECRET")
-	port, err := freePort("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	storePort, err := freePort("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
+	port := testPort(t, "127.0.0.1")
+	storePort := testPort(t, "127.0.0.1")
+	for storePort == port {
+		storePort = testPort(t, "127.0.0.1")
 	}
 	_, errs, err := launch(t, context.Background(), "-nnodes", "2", "-node-rank", "0", "-master-port", strconv.Itoa(port),
 		"-store-port", strconv.Itoa(storePort), "true")
