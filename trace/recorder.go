@@ -598,15 +598,9 @@ func storeMax(a *atomic.Uint64, v uint64) {
 // ref or an entry the ring has overwritten. The watchdog follows host-side
 // operations (Split, Finalize, ...) by it.
 func (c *Comm) State(ref Ref) (st State, ok bool) {
-	if ref.ticket == 0 {
-		return 0, false
-	}
-	rg := c.ring.Load()
-	if rg == nil {
-		return 0, false
-	}
+	s := c.slotOf(ref)
 	var e rawEntry
-	if !rg.slots[(ref.ticket-1)&rg.mask].read(&e) || e.ticket+1 != ref.ticket {
+	if s == nil || !s.read(&e) || e.ticket+1 != ref.ticket {
 		return 0, false
 	}
 	return e.state(), true
