@@ -82,20 +82,8 @@ func TestWatchBadOptions(t *testing.T) {
 // heartbeat monitor's included (it dumped to os.TempDir anyway).
 func TestHeartbeatHonoursNoDump(t *testing.T) {
 	if os.Getenv(envExitChild) != "" {
-		func() {
-			c := oneRank(t, nil)
-			buf := floats(t, 4)
-			_, err := watchdog.Watch(c, &watchdog.Options{Timeout: time.Minute, PollInterval: 2 * time.Millisecond, NoDump: true,
-				ExitCode: 44, Heartbeat: 200 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(10 * time.Second)
-			t.Fatal("still running")
-		}()
+		hangInChild(t, watchdog.Options{Timeout: time.Minute, PollInterval: 2 * time.Millisecond, NoDump: true,
+			ExitCode: 44, Heartbeat: 200 * time.Millisecond})
 		return
 	}
 	code, out := runExitChild(t, "TestHeartbeatHonoursNoDump", "FAKE_CUDA_QUERY_HANG=1")

@@ -348,26 +348,30 @@ func runExitChild(t *testing.T, name string, env ...string) (int, string) {
 	return cmd.ProcessState.ExitCode(), string(out)
 }
 
+// hangInChild, in the child process, watches a one-rank communicator with
+// o and enqueues an AllReduce that the child's fake never lets finish; the
+// watchdog is to end the process, so it fails if still running after 10s.
+func hangInChild(t *testing.T, o watchdog.Options) {
+	c := oneRank(t, nil)
+	buf := floats(t, 4)
+	if _, err := watchdog.Watch(c, &o); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Second)
+	t.Fatal("still running")
+}
+
 // With Exit, an OnFailure that blocks does not hold the process: it ends
 // after the grace, saying that OnFailure did not return (not, as before,
 // that the abort did not).
 func TestExitWhileOnFailureBlocks(t *testing.T) {
 	if os.Getenv(envExitChild) != "" {
-		func() {
-			watchdog.SetExitGrace(200 * time.Millisecond)
-			c := oneRank(t, nil)
-			buf := floats(t, 4)
-			_, err := watchdog.Watch(c, &watchdog.Options{Timeout: 30 * time.Millisecond, PollInterval: 2 * time.Millisecond, NoDump: true,
-				Exit: true, ExitCode: 42, OnFailure: func(error) { select {} }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(10 * time.Second)
-			t.Fatal("still running")
-		}()
+		watchdog.SetExitGrace(200 * time.Millisecond)
+		hangInChild(t, watchdog.Options{Timeout: 30 * time.Millisecond, PollInterval: 2 * time.Millisecond, NoDump: true,
+			Exit: true, ExitCode: 42, OnFailure: func(error) { select {} }})
 		return
 	}
 	code, out := runExitChild(t, "TestExitWhileOnFailureBlocks", "FAKE_CUDA_WORK_HANG=0")
@@ -380,20 +384,8 @@ func TestExitWhileOnFailureBlocks(t *testing.T) {
 // stuck: the poller's event query never returns (FAKE_CUDA_QUERY_HANG).
 func TestHeartbeatEndsStuckWatchdog(t *testing.T) {
 	if os.Getenv(envExitChild) != "" {
-		func() {
-			c := oneRank(t, nil)
-			buf := floats(t, 4)
-			_, err := watchdog.Watch(c, &watchdog.Options{Timeout: time.Minute, PollInterval: 2 * time.Millisecond, DumpDir: t.TempDir(),
-				ExitCode: 43, Heartbeat: 200 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(10 * time.Second)
-			t.Fatal("still running")
-		}()
+		hangInChild(t, watchdog.Options{Timeout: time.Minute, PollInterval: 2 * time.Millisecond, DumpDir: t.TempDir(),
+			ExitCode: 43, Heartbeat: 200 * time.Millisecond})
 		return
 	}
 	code, out := runExitChild(t, "TestHeartbeatEndsStuckWatchdog", "FAKE_CUDA_QUERY_HANG=1")
