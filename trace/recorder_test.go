@@ -363,3 +363,14 @@ func TestCoarseClockStops(t *testing.T) {
 		t.Errorf("mono clock: name %q state %d", m.name(), m.state.Load())
 	}
 }
+
+// TestDumpClockIsMono backs the package doc's "clock" field: a dump says
+// "mono" (Go's monotonic clock, converted to Unix time), whichever of the
+// coarse and the per-call clock NCCL4GO_TRACE_CLOCK picked.
+func TestDumpClockIsMono(t *testing.T) {
+	r := New(4)
+	r.RegisterComm(CommInfo{Name: "t", Rank: 0, Size: 1}).Record(Event{Op: AllReduce})
+	if d := r.Snapshot(""); d.Clock != "mono" {
+		t.Errorf("dump clock %q, want \"mono\"", d.Clock)
+	}
+}
