@@ -57,7 +57,7 @@ func runTraceAnalyze(ctx context.Context, args []string, stdout, stderr io.Write
 	if fs.NArg() == 0 {
 		return &usageError{msg: "trace analyze: no dump given", usage: fs.usage}
 	}
-	paths, err := dumpPaths(fs.Args())
+	paths, err := dumpPaths("trace analyze", fs.Args())
 	if err != nil {
 		return err
 	}
@@ -93,12 +93,12 @@ type dumpPath struct {
 
 // dumpPaths expands the arguments: a file stands for itself, a directory
 // for the nccl4go-trace-*.json files in it.
-func dumpPaths(args []string) ([]dumpPath, error) {
+func dumpPaths(cmd string, args []string) ([]dumpPath, error) {
 	var paths []dumpPath
 	for _, a := range args {
 		st, err := os.Stat(a)
 		if err != nil {
-			return nil, fmt.Errorf("trace analyze: %w", err)
+			return nil, fmt.Errorf("%s: %w", cmd, err)
 		}
 		if !st.IsDir() {
 			paths = append(paths, dumpPath{filepath.Clean(a), true})
@@ -106,7 +106,7 @@ func dumpPaths(args []string) ([]dumpPath, error) {
 		}
 		ents, err := os.ReadDir(a)
 		if err != nil {
-			return nil, fmt.Errorf("trace analyze: %w", err)
+			return nil, fmt.Errorf("%s: %w", cmd, err)
 		}
 		n := 0
 		for _, e := range ents {
@@ -116,7 +116,7 @@ func dumpPaths(args []string) ([]dumpPath, error) {
 			}
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("trace analyze: no nccl4go-trace-*.json file in directory %s", a)
+			return nil, fmt.Errorf("%s: no nccl4go-trace-*.json file in directory %s", cmd, a)
 		}
 	}
 	// Sorted by path, each once: named first where a directory holds it too.

@@ -38,7 +38,7 @@ func runTraceExport(ctx context.Context, args []string, stdout, stderr io.Writer
 	case fs.NArg() == 0:
 		return &usageError{msg: "trace export: no dump given", usage: fs.usage}
 	}
-	paths, err := dumpPaths(fs.Args())
+	paths, err := dumpPaths("trace export", fs.Args())
 	if err != nil {
 		return err
 	}

@@ -111,3 +111,12 @@ func TestTraceExportSkipsBadDumpInDirectory(t *testing.T) {
 		t.Error("a torn dump named on the command line was exported without an error")
 	}
 }
+
+// An error of trace export names trace export, not trace analyze (they
+// share the reading of paths).
+func TestTraceExportErrorsNameExport(t *testing.T) {
+	_, _, err := runTraceCLI("export", "-o", t.TempDir(), filepath.Join(t.TempDir(), "missing"))
+	if err == nil || !strings.HasPrefix(err.Error(), "trace export:") {
+		t.Errorf("error %v, want one starting \"trace export:\"", err)
+	}
+}
