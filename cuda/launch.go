@@ -160,7 +160,7 @@ func (s Slice[T]) PutKernelArg(dst []byte) (int, error) {
 		return 0, err
 	}
 	if len(dst) < 8 {
-		return 0, errArgSpace
+		return 0, ErrArgumentSpace
 	}
 	*(*uintptr)(unsafe.Pointer(&dst[0])) = s.Ptr()
 	return 8, nil
@@ -170,8 +170,6 @@ func (s Slice[T]) PutKernelArg(dst []byte) (int, error) {
 // KernelArg.PutKernelArg returns an error wrapping it when dst is too
 // small: Launch then tries again with more room, up to 4 KiB of arguments.
 var ErrArgumentSpace = fmt.Errorf("cuda: no room left in the %d bytes of kernel arguments", argBytes)
-
-var errArgSpace = ErrArgumentSpace
 
 // argBytes is the most bytes of arguments one launch passes, the driver's
 // traditional parameter space.
@@ -286,7 +284,7 @@ func (f *Function) launch(stream uintptr, c *capi.LaunchConfig, cfg *LaunchConfi
 			return false, nil
 		}
 		n, err := putArg(dst[off:], a, f.dev)
-		if err == errArgSpace || errors.Is(err, errArgSpace) {
+		if err == ErrArgumentSpace || errors.Is(err, ErrArgumentSpace) {
 			return false, nil
 		}
 		if err != nil {
@@ -383,7 +381,7 @@ func putArg(dst []byte, a any, dev Device) (int, error) {
 func put[T any](dst []byte, v T) (int, error) {
 	n := int(unsafe.Sizeof(v))
 	if len(dst) < n {
-		return 0, errArgSpace
+		return 0, ErrArgumentSpace
 	}
 	*(*T)(unsafe.Pointer(&dst[0])) = v
 	return n, nil
@@ -409,7 +407,7 @@ func putPlain(dst []byte, a any) (int, error) {
 	}
 	n := int(t.Size())
 	if len(dst) < n {
-		return 0, errArgSpace
+		return 0, ErrArgumentSpace
 	}
 	if n > 0 {
 		// A value without pointers is stored in an interface

@@ -46,15 +46,7 @@ func benchDriver(b *testing.B) string {
 func BenchmarkLaunch(b *testing.B) {
 	driver := benchDriver(b)
 	dev := cuda.Device(0)
-	m, err := dev.LoadModule(saxpyPTX)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Unload()
-	f, err := m.Function("noop")
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, f := loadKernel(b, dev, saxpyPTX, "noop")
 	x, err := cuda.Alloc[float32](dev, 256)
 	if err != nil {
 		b.Fatal(err)

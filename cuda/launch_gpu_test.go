@@ -13,15 +13,7 @@ import (
 func saxpyOn(t *testing.T, image []byte) {
 	t.Helper()
 	dev := cuda.Device(0)
-	m, err := dev.LoadModule(image)
-	if err != nil {
-		t.Fatalf("LoadModule: %v", err)
-	}
-	defer m.Unload()
-	f, err := m.Function("saxpy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, f := loadKernel(t, dev, image, "saxpy")
 	sizes, known := f.ParamSizes()
 	t.Logf("saxpy parameters: %v (reported by the driver: %v)", sizes, known)
 	const n = 100000

@@ -22,7 +22,7 @@ func loadSaxpy(t *testing.T, dev cuda.Device) (*cuda.Module, *cuda.Function) {
 
 // loadKernel loads code on dev (unloaded when the test ends) and returns
 // the module and its kernel name.
-func loadKernel(t *testing.T, dev cuda.Device, code []byte, name string) (*cuda.Module, *cuda.Function) {
+func loadKernel(t testing.TB, dev cuda.Device, code []byte, name string) (*cuda.Module, *cuda.Function) {
 	t.Helper()
 	m, err := dev.LoadModule(code)
 	if err != nil {

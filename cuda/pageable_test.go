@@ -19,6 +19,17 @@ func readOnStream(t *testing.T, s cuda.Slice[int32], st cuda.Stream) []int32 {
 	return got
 }
 
+// onDevice is cuda.AllocFrom(0, vals), freed when the test ends.
+func onDevice(t *testing.T, vals []int32) cuda.Slice[int32] {
+	t.Helper()
+	a, err := cuda.AllocFrom(0, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Free() })
+	return a
+}
+
 // TestSynchronousCopiesLandBeforeReturning: the driver's synchronous
 // cuMemcpyHtoD from pageable memory, cuMemcpyDtoD and cuMemsetD8 may return
 // before the data is on the device (the legacy default stream still carries
@@ -64,22 +75,14 @@ func TestSynchronousCopiesLandBeforeReturning(t *testing.T) {
 		})
 
 		t.Run("AllocFrom", func(t *testing.T) {
-			a, err := cuda.AllocFrom(0, src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Free()
+			a := onDevice(t, src)
 			if got := readOnStream(t, a, st); !slices.Equal(got, src) {
 				t.Errorf("work on a stream after AllocFrom read %v, want %v", got, src)
 			}
 		})
 
 		t.Run("CopyFromHost", func(t *testing.T) {
-			a, err := cuda.AllocFrom(0, zeros)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Free()
+			a := onDevice(t, zeros)
 			if err := a.CopyFromHost(src); err != nil {
 				t.Fatal(err)
 			}
@@ -89,16 +92,8 @@ func TestSynchronousCopiesLandBeforeReturning(t *testing.T) {
 		})
 
 		t.Run("CopyFrom", func(t *testing.T) {
-			a, err := cuda.AllocFrom(0, src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Free()
-			b, err := cuda.AllocFrom(0, zeros)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Free()
+			a := onDevice(t, src)
+			b := onDevice(t, zeros)
 			if err := b.CopyFrom(a); err != nil {
 				t.Fatal(err)
 			}
@@ -108,16 +103,8 @@ func TestSynchronousCopiesLandBeforeReturning(t *testing.T) {
 		})
 
 		t.Run("no allocation", func(t *testing.T) {
-			a, err := cuda.AllocFrom(0, src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Free()
-			b, err := cuda.AllocFrom(0, zeros)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Free()
+			a := onDevice(t, src)
+			b := onDevice(t, zeros)
 			for name, f := range map[string]func() error{
 				"CopyFromHost": func() error { return a.CopyFromHost(src) },
 				"CopyFrom":     func() error { return b.CopyFrom(a) },
@@ -131,11 +118,7 @@ func TestSynchronousCopiesLandBeforeReturning(t *testing.T) {
 		})
 
 		t.Run("Memset", func(t *testing.T) {
-			a, err := cuda.AllocFrom(0, src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Free()
+			a := onDevice(t, src)
 			if err := a.Memset(0); err != nil {
 				t.Fatal(err)
 			}

@@ -36,14 +36,7 @@ func TestNilKernels(t *testing.T) {
 // ready kernel is reported as what it is (closed / not there), not as
 // memory "on cuda:-1".
 func TestNilWindowArgument(t *testing.T) {
-	var headers, nvcc, cache string
-	env := faketest.Env{}
-	if !faketest.InChild() {
-		headers, nvcc, cache = headerDir(t, 23007, true), fakeNVCC(t), t.TempDir()
-		env.Extra = []string{devapi.HeadersEnv + "=" + headers, "NCCL4GO_NVRTC_LIBRARY=" + faketest.NVRTCLibrary(t),
-			devapi.NVCCEnv + "=" + nvcc, "NCCL4GO_KERNEL_CACHE=" + cache}
-	}
-	faketest.Run(t, env, func(t *testing.T) {
+	faketest.Run(t, readyKernelsEnv(t), func(t *testing.T) {
 		k, err := devapi.Load(devapi.Options{Compiler: devapi.NVRTC})
 		if err != nil {
 			t.Fatalf("Load: %v", err)

@@ -97,12 +97,11 @@ func Compile(src string, opts Options) ([]byte, error) {
 		return nil, err
 	}
 	includes := append(append([]string{h.Dir}, opts.IncludePaths...), cudaIncludes()...)
-	cache := opts.Cache
-	if cache == nil && !opts.NoCache {
-		cache = nvrtc.DefaultCache()
-	}
-	if opts.NoCache {
-		cache = nil
+	var cache *nvrtc.Cache // nil: compile every time
+	if !opts.NoCache {
+		if cache = opts.Cache; cache == nil {
+			cache = nvrtc.DefaultCache()
+		}
 	}
 	var firstErr error
 	if opts.Compiler != NVCC {
@@ -133,7 +132,7 @@ func Compile(src string, opts Options) ([]byte, error) {
 		if v := opts.Defines[k]; v == "" {
 			args = append(args, "-D"+k)
 		} else {
-			args = append(args, "-D"+k+"="+opts.Defines[k])
+			args = append(args, "-D"+k+"="+v)
 		}
 	}
 	code, _, err := cache.Get(".cubin", func() ([]byte, error) { return runNVCC(nvcc, src, args) },

@@ -87,14 +87,21 @@ printf 'FAKECUBIN nvcc\nkernel nccl4go_lsa_allreduce_sum_f32\nkernel nccl4go_lsa
 	return p
 }
 
-func TestLoadReadyKernels(t *testing.T) {
-	var headers, nvcc, cache string
-	env := faketest.Env{}
-	if !faketest.InChild() {
-		headers, nvcc, cache = headerDir(t, 23007, true), fakeNVCC(t), t.TempDir()
-		env.Extra = []string{devapi.HeadersEnv + "=" + headers, "NCCL4GO_NVRTC_LIBRARY=" + faketest.NVRTCLibrary(t),
-			devapi.NVCCEnv + "=" + nvcc, "NCCL4GO_KERNEL_CACHE=" + cache}
+// readyKernelsEnv is the environment in which devapi.Load finds NCCL
+// 2.30.7's headers, the fake NVRTC, a fake nvcc and an empty kernel cache
+// (nothing in the child, which inherits it).
+func readyKernelsEnv(t *testing.T) faketest.Env {
+	t.Helper()
+	if faketest.InChild() {
+		return faketest.Env{}
 	}
+	return faketest.Env{Extra: []string{devapi.HeadersEnv + "=" + headerDir(t, 23007, true),
+		"NCCL4GO_NVRTC_LIBRARY=" + faketest.NVRTCLibrary(t),
+		devapi.NVCCEnv + "=" + fakeNVCC(t), "NCCL4GO_KERNEL_CACHE=" + t.TempDir()}}
+}
+
+func TestLoadReadyKernels(t *testing.T) {
+	env := readyKernelsEnv(t)
 	faketest.Run(t, env, func(t *testing.T) {
 		k, err := devapi.Load(devapi.Options{Compiler: devapi.NVRTC})
 		if err != nil {
