@@ -116,7 +116,7 @@ func (c *Communicator) recordLocked(ev *trace.Event) trace.Ref {
 	if rec == nil {
 		return trace.Ref{}
 	}
-	if simulating.Load() != 0 && capi.GroupDepth() > 0 && onSimulatingThreadQuiet() {
+	if simulating.Load() != 0 && capi.GroupDepth() > 0 && onSimulatingThread(false) {
 		return trace.Ref{} // GroupSimulate runs nothing: no entry, no sequence number
 	}
 	// Field by field, not a copy of *ev: the caller has just written *ev
