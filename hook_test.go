@@ -579,3 +579,36 @@ func TestLifecycleThenUnwatchedNotStuck(t *testing.T) {
 		}
 	})
 }
+
+// AddHook's doc: the operations keep their sequence numbers when the
+// flight recorder is off (NCCL4GO_TRACE_BUFFER=0).
+func TestHookSeqWithRecorderOff(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=0"}}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, nil)
+		buf := collBuf(t, 0, f32s(4)...)
+		h := &countHook{}
+		remove, err := c.AddHook(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer remove()
+		for range 3 {
+			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.ops) != 3 {
+			t.Fatalf("told %d operations, want 3", len(h.ops))
+		}
+		for i, op := range h.ops {
+			if i > 0 && op.Ref.Seq() != h.ops[i-1].Ref.Seq()+1 {
+				t.Errorf("op %d: Seq %d after %d, want consecutive", i, op.Ref.Seq(), h.ops[i-1].Ref.Seq())
+			}
+			if op.Ref.Seq() == 0 {
+				t.Errorf("op %d: Seq 0 with the recorder off", i)
+			}
+		}
+	})
+}
