@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -610,5 +611,38 @@ func TestHookSeqWithRecorderOff(t *testing.T) {
 				t.Errorf("op %d: Seq 0 with the recorder off", i)
 			}
 		}
+	})
+}
+
+// AddHook's doc: remove holds no reference that keeps the communicator
+// reachable: a communicator dropped while its remove is kept is still
+// reported as leaked.
+func TestHookRemoveKeepsNoComm(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		faketest.AllowLeakedComms("the test drops a hooked communicator to see it reported")
+		leaks := make(chan nccl.Leak, 4)
+		nccl.SetLeakHandler(func(l nccl.Leak) { leaks <- l })
+		defer nccl.SetLeakHandler(nil)
+		remove := func() func() {
+			c := rawComm(t)
+			remove, err := c.AddHook(&countHook{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return remove
+		}()
+		var got bool
+		for i := 0; i < 50 && !got; i++ {
+			runtime.GC()
+			select {
+			case <-leaks:
+				got = true
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		if !got {
+			t.Fatal("no leak reported for a dropped communicator whose hook's remove is kept")
+		}
+		remove() // after the communicator is gone: does nothing, no panic
 	})
 }
