@@ -646,3 +646,41 @@ func TestHookRemoveKeepsNoComm(t *testing.T) {
 		remove() // after the communicator is gone: does nothing, no panic
 	})
 }
+
+// nopHook is told and does nothing.
+type nopHook struct{}
+
+func (nopHook) Queued(nccl.QueuedOp) {}
+func (nopHook) GroupEnded()          {}
+
+// Telling a hook keeps the hot path: with hooks attached an AllReduce
+// still makes one cgo call and no heap allocation of the binding's own.
+func TestHookKeepsHotPath(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, nil)
+		b := collBuf(t, 0, f32s(1)...)
+		for range 2 {
+			remove, err := c.AddHook(nopHook{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer remove()
+		}
+		call := func() {
+			if err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		call()
+		if n := testing.AllocsPerRun(1000, call); n != 0 {
+			t.Errorf("AllReduce with two hooks: %v allocations per call, want 0", n)
+		}
+		before := runtime.NumCgoCall()
+		for range 100 {
+			call()
+		}
+		if d := runtime.NumCgoCall() - before; d != 100 {
+			t.Errorf("%d cgo calls for 100 AllReduce calls with hooks, want 100", d)
+		}
+	})
+}
