@@ -325,10 +325,7 @@ func (c *Communicator) asyncState(op string) (int32, capi.Status, error) {
 		return 0, capi.Status{}, err
 	}
 	defer c.mu.Unlock()
-	state, st := capi.CommGetAsyncError(ptr)
-	if st.Code == 0 {
-		c.settleHostLocked(state) // record.go
-	}
+	state, st := c.asyncErrorLocked(ptr) // record.go
 	return state, st, nil
 }
 
@@ -374,10 +371,7 @@ func (c *Communicator) pollState(op string) (int32, capi.Status, error) {
 		return 0, capi.Status{}, err
 	}
 	defer c.mu.Unlock()
-	state, st := capi.CommGetAsyncError(ptr)
-	if st.Code == 0 {
-		c.settleHostLocked(state) // record.go
-	}
+	state, st := c.asyncErrorLocked(ptr) // record.go
 	if state == 0 && st.Code == 0 && c.life.pendingRes > 0 {
 		c.settleResourcesLocked() // resource.go
 	}
