@@ -589,7 +589,7 @@ func (c *Communicator) finalize(ctx context.Context, m mode) error {
 			return capi.Status{}, fmt.Errorf("nccl: Finalize: communicator revoked: NCCL allows no Finalize after Revoke (Destroy or Abort it): %w", ErrInvalidUsage)
 		}
 		st := capi.CommFinalize(ptr)
-		if st.Code == 0 || Result(st.Code) == InProgress {
+		if accepted(st) {
 			c.finalized = true
 		}
 		return st, nil
