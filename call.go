@@ -164,7 +164,7 @@ func (c *Communicator) attempt(op string, t take, ev *trace.Event, f func(ptr ui
 		return c.attemptLifecycleLocked(ptr, ev, f)
 	}
 	st, err = f(ptr)
-	if err == nil && (st.Code == 0 || Result(st.Code) == InProgress) {
+	if err == nil && accepted(st) {
 		c.recordLocked(ev)
 	}
 	return st, c.blocking, err
@@ -189,7 +189,7 @@ func (c *Communicator) attemptLifecycleLocked(ptr uintptr, ev *trace.Event, f fu
 		return st, c.blocking, err
 	}
 	st, err := f(ptr)
-	if err == nil && (st.Code == 0 || Result(st.Code) == InProgress) {
+	if err == nil && accepted(st) {
 		c.hostAcceptedLocked(c.recordLocked(ev), st)
 	}
 	return st, c.blocking, err
@@ -267,6 +267,10 @@ func (c *Communicator) finish(ctx context.Context, m mode, op, fn string, st cap
 // blocking or not must see its work done before returning.
 func completes(m mode, blocking bool) bool { return m == completed || blocking }
 
+// accepted reports whether NCCL accepted a call that returned st: it
+// succeeded, or a non-blocking communicator's call goes on (InProgress).
+func accepted(st capi.Status) bool { return st.Code == 0 || Result(st.Code) == InProgress }
+
 // Wait waits until the communicator's operations in progress have finished
 // (polling ncclCommGetAsyncError with backoff) and returns their error, if
 // any. When ctx ends first, the communicator is aborted and the error
@@ -325,10 +329,7 @@ func (c *Communicator) asyncState(op string) (int32, capi.Status, error) {
 		return 0, capi.Status{}, err
 	}
 	defer c.mu.Unlock()
-	state, st := capi.CommGetAsyncError(ptr)
-	if st.Code == 0 {
-		c.settleHostLocked(state) // record.go
-	}
+	state, st := c.asyncErrorLocked(ptr) // record.go
 	return state, st, nil
 }
 
@@ -374,10 +375,7 @@ func (c *Communicator) pollState(op string) (int32, capi.Status, error) {
 		return 0, capi.Status{}, err
 	}
 	defer c.mu.Unlock()
-	state, st := capi.CommGetAsyncError(ptr)
-	if st.Code == 0 {
-		c.settleHostLocked(state) // record.go
-	}
+	state, st := c.asyncErrorLocked(ptr) // record.go
 	if state == 0 && st.Code == 0 && c.life.pendingRes > 0 {
 		c.settleResourcesLocked() // resource.go
 	}

@@ -127,11 +127,10 @@ func (c *Communicator) jobDoneLocked(op string, cp completion) (bool, error) {
 	if c.ptr == 0 {
 		return true, nil
 	}
-	state, st := capi.CommGetAsyncError(c.ptr)
+	state, st := c.asyncErrorLocked(c.ptr) // record.go
 	if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
 		return true, err
 	}
-	c.settleHostLocked(state) // record.go
 	switch Result(state) {
 	case Success:
 		return true, nil
@@ -209,10 +208,7 @@ func (p *pendingChild) outcome() (value uintptr, done bool, err error) {
 	case par.groupOpenLocked(p.comp):
 		return 0, false, nil
 	default:
-		state, st := capi.CommGetAsyncError(par.ptr)
-		if st.Code == 0 {
-			par.settleHostLocked(state) // record.go
-		}
+		state, st := par.asyncErrorLocked(par.ptr) // record.go
 		switch {
 		case st.Code != 0:
 			err = statusErr(p.op, "ncclCommGetAsyncError", st)

@@ -184,7 +184,7 @@ func (c *Communicator) queueCheckLocked(op string, sdev int) error {
 	if sdev >= 0 && sdev != c.dev {
 		return argErr(op, "stream", "a stream of cuda:%d, but the communicator is on cuda:%d", sdev, c.dev)
 	}
-	if simulating.Load() != 0 && (!c.blocking || c.nranks == 1) && onSimulatingThread() {
+	if simulating.Load() != 0 && (!c.blocking || c.nranks == 1) && onSimulatingThread(true) {
 		return errSimulated(op)
 	}
 	return nil

@@ -589,7 +589,7 @@ func (c *Communicator) finalize(ctx context.Context, m mode) error {
 			return capi.Status{}, fmt.Errorf("nccl: Finalize: communicator revoked: NCCL allows no Finalize after Revoke (Destroy or Abort it): %w", ErrInvalidUsage)
 		}
 		st := capi.CommFinalize(ptr)
-		if st.Code == 0 || Result(st.Code) == InProgress {
+		if accepted(st) {
 			c.finalized = true
 		}
 		return st, nil
@@ -834,9 +834,7 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 	// The flight recorder's last entry of the communicator: a local
 	// operation, recorded before the call (a Destroy can wait in NCCL).
 	if len(c.trace.host) > 0 { // lifecycle work that ended unseen: say so first
-		if state, st := capi.CommGetAsyncError(ptr); st.Code == 0 {
-			c.settleHostLocked(state)
-		}
+		c.asyncErrorLocked(ptr)
 	}
 	ev := trace.Event{Op: trace.Abort}
 	if fn == "ncclCommDestroy" {

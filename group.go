@@ -302,25 +302,16 @@ func simLeave(tid int) int {
 }
 
 // onSimulatingThread reports whether the calling thread is inside
-// GroupSimulate, counting the refusal that follows.
-func onSimulatingThread() bool {
+// GroupSimulate; with count it also counts the refusal that follows (the
+// flight recorder's check counts nothing).
+func onSimulatingThread(count bool) bool {
 	tid := threadID()
 	simThreads.Lock()
 	defer simThreads.Unlock()
 	n, ok := simThreads.refused[tid]
-	if ok {
+	if ok && count {
 		simThreads.refused[tid] = n + 1
 	}
-	return ok
-}
-
-// onSimulatingThreadQuiet reports whether the calling thread is inside
-// GroupSimulate, counting nothing (the flight recorder's check).
-func onSimulatingThreadQuiet() bool {
-	tid := threadID()
-	simThreads.Lock()
-	defer simThreads.Unlock()
-	_, ok := simThreads.refused[tid]
 	return ok
 }
 

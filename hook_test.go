@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -576,6 +577,110 @@ func TestLifecycleThenUnwatchedNotStuck(t *testing.T) {
 			if cr.Verdict == trace.VerdictStuck {
 				t.Errorf("analysis of a healthy job: %+v", cr)
 			}
+		}
+	})
+}
+
+// AddHook's doc: the operations keep their sequence numbers when the
+// flight recorder is off (NCCL4GO_TRACE_BUFFER=0).
+func TestHookSeqWithRecorderOff(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=0"}}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, nil)
+		buf := collBuf(t, 0, f32s(4)...)
+		h := &countHook{}
+		remove, err := c.AddHook(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer remove()
+		for range 3 {
+			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.ops) != 3 {
+			t.Fatalf("told %d operations, want 3", len(h.ops))
+		}
+		for i, op := range h.ops {
+			if i > 0 && op.Ref.Seq() != h.ops[i-1].Ref.Seq()+1 {
+				t.Errorf("op %d: Seq %d after %d, want consecutive", i, op.Ref.Seq(), h.ops[i-1].Ref.Seq())
+			}
+			if op.Ref.Seq() == 0 {
+				t.Errorf("op %d: Seq 0 with the recorder off", i)
+			}
+		}
+	})
+}
+
+// AddHook's doc: remove holds no reference that keeps the communicator
+// reachable: a communicator dropped while its remove is kept is still
+// reported as leaked.
+func TestHookRemoveKeepsNoComm(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		faketest.AllowLeakedComms("the test drops a hooked communicator to see it reported")
+		leaks := make(chan nccl.Leak, 4)
+		nccl.SetLeakHandler(func(l nccl.Leak) { leaks <- l })
+		defer nccl.SetLeakHandler(nil)
+		remove := func() func() {
+			c := rawComm(t)
+			remove, err := c.AddHook(&countHook{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return remove
+		}()
+		var got bool
+		for i := 0; i < 50 && !got; i++ {
+			runtime.GC()
+			select {
+			case <-leaks:
+				got = true
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		if !got {
+			t.Fatal("no leak reported for a dropped communicator whose hook's remove is kept")
+		}
+		remove() // after the communicator is gone: does nothing, no panic
+	})
+}
+
+// nopHook is told and does nothing.
+type nopHook struct{}
+
+func (nopHook) Queued(nccl.QueuedOp) {}
+func (nopHook) GroupEnded()          {}
+
+// Telling a hook keeps the hot path: with hooks attached an AllReduce
+// still makes one cgo call and no heap allocation of the binding's own.
+func TestHookKeepsHotPath(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, nil)
+		b := collBuf(t, 0, f32s(1)...)
+		for range 2 {
+			remove, err := c.AddHook(nopHook{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer remove()
+		}
+		call := func() {
+			if err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		call()
+		if n := testing.AllocsPerRun(1000, call); n != 0 {
+			t.Errorf("AllReduce with two hooks: %v allocations per call, want 0", n)
+		}
+		before := runtime.NumCgoCall()
+		for range 100 {
+			call()
+		}
+		if d := runtime.NumCgoCall() - before; d != 100 {
+			t.Errorf("%d cgo calls for 100 AllReduce calls with hooks, want 100", d)
 		}
 	})
 }

@@ -262,7 +262,7 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 				return capi.Status{}, c.noNewWorkLocked(op)
 			}
 			st := call(ptr, cc.cell, ccfg)
-			if st.Code == 0 || Result(st.Code) == InProgress {
+			if accepted(st) {
 				// From here NCCL may write the cell until the parent's job
 				// is over: the parent owns it.
 				c.life.cells = append(c.life.cells, cc)
@@ -533,7 +533,7 @@ func (c *Communicator) revoke(ctx context.Context, m mode, flags int) error {
 	}
 	return c.call(ctx, m, op, "ncclCommRevoke", takeLive, &trace.Event{Op: trace.Revoke}, func(ptr uintptr) (capi.Status, error) {
 		st := capi.CommRevoke(ptr, flags)
-		if st.Code == 0 || Result(st.Code) == InProgress {
+		if accepted(st) {
 			c.revoked = true
 		}
 		return st, nil

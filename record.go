@@ -116,7 +116,7 @@ func (c *Communicator) recordLocked(ev *trace.Event) trace.Ref {
 	if rec == nil {
 		return trace.Ref{}
 	}
-	if simulating.Load() != 0 && capi.GroupDepth() > 0 && onSimulatingThreadQuiet() {
+	if simulating.Load() != 0 && capi.GroupDepth() > 0 && onSimulatingThread(false) {
 		return trace.Ref{} // GroupSimulate runs nothing: no entry, no sequence number
 	}
 	// Field by field, not a copy of *ev: the caller has just written *ev
@@ -164,10 +164,21 @@ func (c *Communicator) hostAcceptedLocked(ref trace.Ref, st capi.Status) {
 	c.trace.host = append(c.trace.host, hostOp{ref: ref, comp: comp})
 }
 
+// asyncErrorLocked is ncclCommGetAsyncError on ptr, the communicator's
+// (mu held), which completes the lifecycle operations the state shows
+// over (settleHostLocked).
+func (c *Communicator) asyncErrorLocked(ptr uintptr) (int32, capi.Status) {
+	state, st := capi.CommGetAsyncError(ptr)
+	if st.Code == 0 {
+		c.settleHostLocked(state)
+	}
+	return state, st
+}
+
 // settleHostLocked completes the lifecycle operations in progress once the
 // communicator's asynchronous state (ncclCommGetAsyncError) is no longer
 // ncclInProgress, outside the group that queued them (mu held). It is
-// called wherever the binding reads that state.
+// called from asyncErrorLocked.
 func (c *Communicator) settleHostLocked(state int32) {
 	if len(c.trace.host) == 0 || Result(state) == InProgress {
 		return
