@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/nccl4go/nccl"
-	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
 )
 
@@ -28,31 +26,13 @@ func (w *waitState) init(ranks []*rankState) error {
 	n := len(ranks)
 	w.ctxs, w.streams, w.comms, w.done = make([]uintptr, n), make([]uintptr, n), make([]uintptr, n), make([]byte, n)
 	for i, r := range ranks {
-		ctx, err := primaryContext(r.dev)
+		ctx, err := r.dev.PrimaryContext()
 		if err != nil {
 			return &RunError{"stream", err}
 		}
-		w.ctxs[i], w.streams[i], w.comms[i] = ctx, r.stream.Handle(), r.comm.Ptr()
+		w.ctxs[i], w.streams[i], w.comms[i] = ctx.Handle(), r.stream.Handle(), r.comm.Ptr()
 	}
 	return nil
-}
-
-// primaryContexts are the devices' primary contexts, retained once per
-// process (as package cuda keeps its own).
-var primaryContexts sync.Map // cuda.Device -> uintptr
-
-func primaryContext(d cuda.Device) (uintptr, error) {
-	if v, ok := primaryContexts.Load(d); ok {
-		return v.(uintptr), nil
-	}
-	ctx, r := capi.CuDevicePrimaryCtxRetain(int(d))
-	if r != 0 {
-		return 0, fmt.Errorf("cuDevicePrimaryCtxRetain(%d): CUresult %d", int(d), r)
-	}
-	if v, loaded := primaryContexts.LoadOrStore(d, ctx); loaded {
-		return v.(uintptr), nil // another thread retained it first; one retain stays
-	}
-	return ctx, nil
 }
 
 // syncStreams waits until every rank's stream is done (nccl-tests'

@@ -170,15 +170,11 @@ func (s *FileStore) refresh(file *os.File, write bool) error {
 	if err != nil {
 		return fmt.Errorf("rendezvous: file store: %w", err)
 	}
-	if s.info != nil && !os.SameFile(s.info, st) {
+	size := st.Size()
+	if s.info != nil && !os.SameFile(s.info, st) || size < s.pos { // replaced, or cut short: start over
 		s.forget()
 	}
 	s.info = st
-	size := st.Size()
-	if size < s.pos { // the file was cut short: start over
-		s.pos = 0
-		clear(s.cache)
-	}
 	if size == s.pos {
 		return nil
 	}

@@ -37,9 +37,7 @@ func runPerfAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer
 	detail := fs.BoolP("detail", "v", false, "also list every spike, the warm-up table and the nodes")
 	jsonOut := fs.Bool("json", false, "print the analyses as JSON for scripts")
 	hint := func(format string, a ...any) error {
-		return &usageError{msg: fmt.Sprintf(format, a...), usage: func(w io.Writer) {
-			fmt.Fprintln(w, "Run 'nccl4go perf analyze -h' for the flags.")
-		}}
+		return hintedUsageError("Run 'nccl4go perf analyze -h' for the flags.", format, a...)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

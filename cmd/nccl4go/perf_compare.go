@@ -33,9 +33,7 @@ func runPerfCompare(ctx context.Context, args []string, stdout, stderr io.Writer
 	from := fs.String("from", "1M", "report the largest time ratio from this `size` up")
 	jsonOut := fs.Bool("json", false, "print the ratios as JSON")
 	hint := func(format string, a ...any) error {
-		return &usageError{msg: fmt.Sprintf(format, a...), usage: func(w io.Writer) {
-			fmt.Fprintln(w, "Run 'nccl4go perf compare -h' for the flags.")
-		}}
+		return hintedUsageError("Run 'nccl4go perf compare -h' for the flags.", format, a...)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -22,7 +22,13 @@ const perfHint = "Run 'nccl4go perf -h' for the flags."
 // perfUsageError is a bad perf command line: the one-line error, then the
 // hint.
 func perfUsageError(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...), usage: func(w io.Writer) { fmt.Fprintln(w, perfHint) }}
+	return hintedUsageError(perfHint, format, args...)
+}
+
+// hintedUsageError is a bad command line whose help is the one line hint
+// (perf and its subcommands), not the whole flag list.
+func hintedUsageError(hint, format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), usage: func(w io.Writer) { fmt.Fprintln(w, hint) }}
 }
 
 // sizeFlag is a byte count as nccl-tests' parsesize reads it.
