@@ -121,9 +121,19 @@ func TestFakeProperties(t *testing.T) {
 			})
 		})
 	})
-	t.Run("future", func(t *testing.T) {
+	// A 2.31 library keeps 2.30's layouts for [23000, 23007] only and takes
+	// [23100, itself] as the 144-byte 2.31 layout (STyGIANet/nccl 2.31.0a16
+	// src/devcomm/devcomm_v23000.cc, devcomm_v23100.cc): a binding declaring
+	// a version above 23007 with the 56-byte struct would be overrun, one
+	// between 23008 and 23099 is refused.
+	t.Run("2.31", func(t *testing.T) {
 		faketest.Run(t, faketest.Env{Release: 23007, Version: 23105, Extra: extra}, func(t *testing.T) {
-			checkProps(t, rawComm(t, 2), []propsCase{{23007, false, 0, wide}, {23105, false, 0, wide}})
+			checkProps(t, rawComm(t, 2), []propsCase{
+				{23007, false, 0, wide},
+				{23008, false, invalidUsage, capi.Props{}},
+				{23099, false, invalidUsage, capi.Props{}},
+				{23106, false, invalidUsage, capi.Props{}},
+			})
 		})
 	})
 }
