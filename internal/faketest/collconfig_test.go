@@ -58,6 +58,11 @@ func TestFakeCollConfig(t *testing.T) {
 		{23102, []string{"null", "40:23102:cafebeef", "64:23102:cafebeef", "72:23102:cafebeef", "72:23203:cafebeef", "8:23102:cafebeef"}, "0 0 0 3 0 4"},
 		// 2.32.3: 72 bytes.
 		{23203, []string{"72:23203:cafebeef", "64:23102:cafebeef", "80:23203:cafebeef", "80:23300:cafebeef"}, "0 0 3 0"},
+		// ncclConfig_t's 2.31 fields (src/init.cc parseCommConfig of
+		// 2.31.0a16): launchOrderImplicit 0 or 1, numRmaSig >= 0, checked
+		// from config version 2.31.0; a 2.30.7 library reads 96 bytes only.
+		{23100, []string{"config:112:23100:1:4", "config:112:23100:2:1", "config:112:23100:0:-1", "config:112:23007:2:-1"}, "0 4 4 0"},
+		{23007, []string{"config:112:23100:2:-1"}, "0"},
 	} {
 		if got := run(t, c.release, c.cases...); got != c.want {
 			t.Errorf("%d: %v gave %q, want %q", c.release, c.cases, got, c.want)

@@ -9,6 +9,9 @@
 //                            they fit) declaring VERSION, with MAGIC (hex)
 //   count                    a valid config with count 1 and NULL buffers
 //   syms                     which of the eight entry points exist (0/1)
+//   config:SIZE:VERSION:LOI:SIG  ncclCommInitRankConfig with an ncclConfig_t
+//                            of SIZE bytes declaring VERSION, with
+//                            launchOrderImplicit LOI and numRmaSig SIG
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdint.h>
@@ -53,7 +56,7 @@ int main(int argc, char **argv) {
 	int (*setcur)(void *) = must(cu, "cuCtxSetCurrent");
 	int (*uid)(void *) = must(nccl, "ncclGetUniqueId");
 	int (*init)(void **, int, unique_id, int) = must(nccl, "ncclCommInitRank");
-	allreduce_cfg_fn ar = must(nccl, "ncclAllReduceConfig");
+	allreduce_cfg_fn ar = (allreduce_cfg_fn)dlsym(nccl, "ncclAllReduceConfig"); // 2.31
 	void *ctx = NULL, *comm = NULL;
 	unique_id id;
 	int r[5] = {cuInit(0), retain(&ctx, 0), setcur(ctx), uid(&id), 0};
@@ -65,7 +68,40 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "setup failed: %d %d %d %d %d: %s\n", r[0], r[1], r[2], r[3], r[4], last(NULL));
 		return 2;
 	}
+	int (*init_cfg)(void **, int, unique_id, int, void *) = must(nccl, "ncclCommInitRankConfig");
 	for (int i = 1; i < argc; i++) {
+		unsigned csize, cversion;
+		int loi, sig;
+		if (sscanf(argv[i], "config:%u:%u:%d:%d", &csize, &cversion, &loi, &sig) == 4) {
+			// ncclConfig_t: NCCL_CONFIG_INITIALIZER (every int INT_MIN,
+			// pointers NULL) then launchOrderImplicit (96) and numRmaSig
+			// (100).
+			int32_t c[30];
+			for (int k = 0; k < 30; k++) {
+				c[k] = INT_MIN;
+			}
+			uint64_t sz = csize;
+			unsigned m = 0xcafebeef;
+			memcpy(c, &sz, 8);
+			memcpy(c + 2, &m, 4);
+			memcpy(c + 3, &cversion, 4);
+			memset(c + 8, 0, 8);   // netName
+			memset(c + 12, 0, 8);  // commName
+			c[24] = loi;
+			c[25] = sig;
+			void *cm = NULL;
+			unique_id cid;
+			int r = uid(&cid);
+			if (!r) {
+				r = init_cfg(&cm, 1, cid, 0, c);
+			}
+			printf("%s%d", i > 1 ? " " : "", r);
+			continue;
+		}
+		if (!ar) {
+			fprintf(stderr, "no ncclAllReduceConfig\n");
+			return 2;
+		}
 		uint64_t cfg[16];
 		memset(cfg, 0, sizeof cfg);
 		const void *p = cfg;
