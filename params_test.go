@@ -2,9 +2,11 @@ package nccl_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nccl4go/nccl"
@@ -233,6 +235,36 @@ func TestParamsUnsupported(t *testing.T) {
 		wantUnsupported(t, "BindParam", err, "ncclParamBind", 23003)
 		if err == nil || !strings.Contains(err.Error(), "requires NCCL 2.30.3, loaded 2.30.0") {
 			t.Errorf("message %q", err)
+		}
+	})
+}
+
+// NCCL returns strings in thread-local buffers that its next call on the
+// same thread overwrites: goroutines reading different parameters at once
+// each get their own value.
+func TestParamsConcurrent(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{fakeParams}}, func(t *testing.T) {
+		keys := map[string]string{"NCCL_T_STR": "hello", "NCCL_T_I32": "-70000", "NCCL_T_U8": "250", "NCCL_DEBUG_TIMESTAMP_FORMAT": "[%F %T] "}
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for k, want := range keys {
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 200 {
+						if v, err := nccl.Param(k); err != nil || v != want {
+							errs <- fmt.Errorf("Param(%s) = %q, %v; want %q", k, v, err, want)
+							return
+						}
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
 		}
 	})
 }
