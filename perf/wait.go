@@ -30,7 +30,7 @@ func (w *waitState) init(ranks []*rankState) error {
 		if err != nil {
 			return &RunError{"stream", err}
 		}
-		w.ctxs[i], w.streams[i], w.comms[i] = ctx.Handle(), r.stream.Handle(), r.comm.Ptr()
+		w.ctxs[i], w.streams[i], w.comms[i] = ctx.Handle(), r.stream.Handle(), r.comm.Handle()
 	}
 	return nil
 }
