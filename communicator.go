@@ -304,11 +304,11 @@ func (c *Communicator) adoptLocked(ptr uintptr, dev int, blocking bool) {
 // deviceContext is the primary context of device dev, or an ArgError on
 // the argument arg.
 func deviceContext(op, arg string, dev int) (uintptr, error) {
-	ctx, err := cuda.Device(dev).PrimaryContext()
+	ctx, err := primaryContext(dev)
 	if err != nil {
 		return 0, &ArgError{Op: op, Arg: arg, Reason: fmt.Sprintf("device %d: %v", dev, err), Err: err}
 	}
-	return ctx.Handle(), nil
+	return ctx, nil
 }
 
 // InitAll creates one communicator per device, all in this process

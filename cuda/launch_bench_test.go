@@ -9,6 +9,7 @@ import (
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/cudabridge"
 	"github.com/nccl4go/nccl/internal/faketest"
 )
 
@@ -57,7 +58,7 @@ func BenchmarkLaunch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Destroy()
-	ctx, _ := dev.PrimaryContext()
+	ctx, _ := cudabridge.PrimaryContext(int(dev))
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim(1), Block: cuda.Dim(32)}
 	a, n := float32(2), int32(256)
 	goLoop := func(k int) {
@@ -76,7 +77,7 @@ func BenchmarkLaunch(b *testing.B) {
 	offs := [4]uint16{0, 8, 16, 24}
 	ccfg := capi.LaunchConfig{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}
 	cLoop := func(k int) {
-		if r := capi.BenchLaunchLoop(ctx.Handle(), f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, k); r != 0 {
+		if r := capi.BenchLaunchLoop(ctx, f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, k); r != 0 {
 			b.Fatalf("C loop: CUresult %d", r)
 		}
 	}
