@@ -8,9 +8,9 @@ import (
 	"github.com/nccl4go/nccl/internal/cudabridge"
 )
 
-// Allocation is one block of device memory, shared by every Slice cut from
-// it: its address range and its device ([Slice.Allocation]). Safe for
-// concurrent use.
+// Allocation is one block of device memory as it was allocated or
+// adopted, shared by every Slice cut from it ([Slice.Allocation]): its
+// address range and its device. Safe for concurrent use.
 type Allocation struct {
 	m     cudabridge.Memory       // range, device, and whether usable (good, freed...)
 	owned bool                    // made by Alloc or WrapOwned: Free releases it
@@ -196,8 +196,7 @@ func (s Slice[T]) Err() error {
 func (s Slice[T]) Freed() bool { return s.a != nil && s.a.m.Freed() }
 
 // Allocation is the block of memory s was cut from (nil for the zero
-// Slice), shared by every Slice of it: [Slice.Sub] cuts parts of one
-// Allocation, and freeing it through any Slice frees it for all.
+// Slice): the same for s, its copies and the parts [Slice.Sub] cuts from it.
 func (s Slice[T]) Allocation() *Allocation { return s.a }
 
 // Sub is elements [i, j) of s, sharing its memory.
