@@ -88,14 +88,14 @@ func BenchmarkAllReduceHostPath(b *testing.B) {
 		}
 	}
 	cLoop := func(n int) {
-		if st := capi.BenchAllReduceLoop(buf.Ptr, 1, int32(nccl.Float32), c.Ptr(), s.Handle(), n); st.Code != 0 {
+		if st := capi.BenchAllReduceLoop(buf.Ptr, 1, int32(nccl.Float32), c.Handle(), s.Handle(), n); st.Code != 0 {
 			b.Fatalf("C loop: result %d: %s", st.Code, st.Detail)
 		}
 	}
 	// rawLoop is the crossing alone: the shim's trampoline called from Go
 	// with no binding logic (no lock, no validation).
 	rawLoop := func(n int) {
-		comm, h := c.Ptr(), s.Handle()
+		comm, h := c.Handle(), s.Handle()
 		for range n {
 			if st := capi.AllReduce(buf.Ptr, buf.Ptr, 1, int32(nccl.Float32), int32(nccl.Sum), comm, h); st.Code != 0 {
 				b.Fatalf("raw call: result %d: %s", st.Code, st.Detail)

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/cudabridge"
 )
 
 // Buffer is device memory as NCCL takes it: a device address, a count of
@@ -33,14 +34,14 @@ type Buffer struct {
 	Count  int      // number of elements
 	Type   DataType // element type
 	Device int      // CUDA device ordinal holding the memory
-	alloc  *cuda.Allocation
+	alloc  *cudabridge.Memory
 }
 
 // BufferOf is the [Buffer] of a device slice. Once the slice's memory is
 // freed (through any Slice of it), every operation rejects the Buffer.
 // It allocates nothing.
 func BufferOf[T cuda.Elem](s cuda.Slice[T]) Buffer {
-	return Buffer{Ptr: s.Ptr(), Count: s.Len(), Type: DataType(cuda.DTypeOf[T]()), Device: int(s.Device()), alloc: s.Allocation()}
+	return Buffer{Ptr: s.Ptr(), Count: s.Len(), Type: DataType(cuda.DTypeOf[T]()), Device: int(s.Device()), alloc: allocationMemory(s.Allocation())}
 }
 
 // RawBuffer wraps count elements of type t at device address ptr on device
@@ -50,7 +51,7 @@ func BufferOf[T cuda.Elem](s cuda.Slice[T]) Buffer {
 func RawBuffer(ptr uintptr, count int, t DataType, dev int) Buffer {
 	b := Buffer{Ptr: ptr, Count: count, Type: t, Device: dev}
 	if ptr != 0 && count > 0 && t.Valid() && uint64(count) <= maxBufferBytes/uint64(t.Size()) && dev >= 0 {
-		b.alloc = cuda.Wrap[uint8](ptr, int(b.Bytes()), cuda.Device(dev)).Allocation()
+		b.alloc = allocationMemory(cuda.Wrap[uint8](ptr, int(b.Bytes()), cuda.Device(dev)).Allocation())
 	}
 	return b
 }
@@ -107,7 +108,7 @@ func (b Buffer) reason(dev int) (r string, closed bool) {
 func (b Buffer) memoryReason() (string, bool) {
 	a := b.alloc
 	if a == nil {
-		if err := cuda.CheckRange(b.Ptr, b.Bytes(), cuda.Device(b.Device)); err != nil {
+		if _, err := cudabridge.CheckRange(b.Ptr, b.Bytes(), b.Device); err != nil {
 			return driverReason(err), false
 		}
 		return "", false
@@ -116,10 +117,10 @@ func (b Buffer) memoryReason() (string, bool) {
 		return driverReason(err), errors.Is(err, cuda.ErrClosed)
 	}
 	switch {
-	case int(a.Device()) != b.Device:
-		return fmt.Sprintf("memory of cuda:%d, but the buffer says cuda:%d", int(a.Device()), b.Device), false
-	case b.Ptr < a.Base() || uint64(b.Ptr-a.Base()) > a.Size() || b.Bytes() > a.Size()-uint64(b.Ptr-a.Base()):
-		return fmt.Sprintf("%d bytes at %#x run past the end of its allocation (%d bytes at %#x)", b.Bytes(), b.Ptr, a.Size(), a.Base()), false
+	case a.Dev != b.Device:
+		return fmt.Sprintf("memory of cuda:%d, but the buffer says cuda:%d", a.Dev, b.Device), false
+	case b.Ptr < a.Base || uint64(b.Ptr-a.Base) > a.Size || b.Bytes() > a.Size-uint64(b.Ptr-a.Base):
+		return fmt.Sprintf("%d bytes at %#x run past the end of its allocation (%d bytes at %#x)", b.Bytes(), b.Ptr, a.Size, a.Base), false
 	}
 	return "", false
 }

@@ -286,7 +286,7 @@ func (c *Communicator) awaitPending(ctx context.Context, op string) error {
 			// (destroyed, after NCCL finished its job): settle the child's
 			// fate. A child NCCL made is the caller's (the split succeeded);
 			// a failed one is aborted, and the wait's error says why.
-			if c.Ptr() != 0 { // resolves a child still pending
+			if c.Handle() != 0 { // resolves a child still pending
 				return nil
 			}
 			return err

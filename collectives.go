@@ -132,7 +132,7 @@ func (c *Communicator) Scatter(send, recv Buffer, root int, s cuda.Stream) error
 // stack: call does not keep it).
 func (c *Communicator) run(a *collCall) error {
 	name := &collNames[a.kind]
-	h, sdev, err := a.stream.Resolve()
+	h, sdev, err := resolveStream(a.stream)
 	if err != nil {
 		return &ArgError{Op: name.op, Arg: "stream", Reason: "destroyed", Err: err}
 	}

@@ -304,11 +304,11 @@ func (c *Communicator) adoptLocked(ptr uintptr, dev int, blocking bool) {
 // deviceContext is the primary context of device dev, or an ArgError on
 // the argument arg.
 func deviceContext(op, arg string, dev int) (uintptr, error) {
-	ctx, err := cuda.Device(dev).PrimaryContext()
+	ctx, err := primaryContext(dev)
 	if err != nil {
 		return 0, &ArgError{Op: op, Arg: arg, Reason: fmt.Sprintf("device %d: %v", dev, err), Err: err}
 	}
-	return ctx.Handle(), nil
+	return ctx, nil
 }
 
 // InitAll creates one communicator per device, all in this process
@@ -435,9 +435,10 @@ func (c *Communicator) Blocking() bool {
 	return c.ptr != 0 && c.blocking && !c.nbCounted
 }
 
-// Ptr is the raw ncclComm_t, 0 for a null communicator. It is valid only
-// until Destroy or Abort.
-func (c *Communicator) Ptr() uintptr {
+// Handle is the raw ncclComm_t, 0 for a null communicator, for passing to
+// C code that calls NCCL itself. It is valid only until [Communicator.Destroy]
+// or [Communicator.Abort].
+func (c *Communicator) Handle() uintptr {
 	if c == nil {
 		return 0
 	}
@@ -450,7 +451,7 @@ func (c *Communicator) Ptr() uintptr {
 }
 
 // IsValid reports whether c is initialized (not null, destroyed or aborted).
-func (c *Communicator) IsValid() bool { return c.Ptr() != 0 }
+func (c *Communicator) IsValid() bool { return c.Handle() != 0 }
 
 // identityLocked fills the cached rank and size (ncclCommCount,
 // ncclCommUserRank, ncclCommCuDevice). It returns capi.Pending while NCCL is
@@ -571,14 +572,14 @@ func (c *Communicator) finalize(ctx context.Context, m mode) error {
 	if c == nil {
 		return nil
 	}
-	if c.Ptr() == 0 {
+	if c.Handle() == 0 {
 		st := c.currentState()
 		if st == stateNull {
 			return nil
 		}
 		return fmt.Errorf("nccl: Finalize: communicator already %s: %w", st, ErrClosed)
 	}
-	if err := c.notInGroup("Finalize", c.Ptr()); err != nil {
+	if err := c.notInGroup("Finalize", c.Handle()); err != nil {
 		return err
 	}
 	return c.call(ctx, m, "Finalize", "ncclCommFinalize", takeLive, &trace.Event{Op: trace.Finalize}, func(ptr uintptr) (capi.Status, error) {
@@ -637,11 +638,11 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 		}
 	}
 	defer c.endDestroy()
-	if err := c.notInGroup("Destroy", c.Ptr()); err != nil {
+	if err := c.notInGroup("Destroy", c.Handle()); err != nil {
 		return err
 	}
 	// Let an operation in flight end first, so that resources close cleanly.
-	if err := c.wait(ctx, "Destroy"); err != nil && c.Ptr() == 0 {
+	if err := c.wait(ctx, "Destroy"); err != nil && c.Handle() == 0 {
 		return err // ctx ended: aborted
 	}
 	var errs []error
@@ -662,7 +663,7 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 		err = c.wait(ctx, "Destroy") // a non-blocking communicator's finalize
 	}
 	if err != nil {
-		if c.Ptr() == 0 { // aborted because ctx ended
+		if c.Handle() == 0 { // aborted because ctx ended
 			return errors.Join(append(errs, err)...)
 		}
 		errs = append(errs, err)
@@ -750,7 +751,7 @@ func (c *Communicator) abort(cause error) error {
 	if null, err := c.releaseNull("Abort"); null {
 		return err
 	}
-	if err := c.notInGroup("Abort", c.Ptr()); err != nil {
+	if err := c.notInGroup("Abort", c.Handle()); err != nil {
 		return err
 	}
 	err := c.closeResources()

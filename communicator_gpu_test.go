@@ -33,8 +33,8 @@ func TestGPUInitIdentityDestroy(t *testing.T) {
 	r := gputest.Require(t)
 	t.Logf("NCCL %s", r)
 	c := initOne(t)
-	if !c.IsValid() || c.Ptr() == 0 {
-		t.Fatalf("after Init: IsValid %v Ptr %#x", c.IsValid(), c.Ptr())
+	if !c.IsValid() || c.Handle() == 0 {
+		t.Fatalf("after Init: IsValid %v Handle %#x", c.IsValid(), c.Handle())
 	}
 	n, err := c.NRanks()
 	if err != nil || n != 1 {
@@ -54,8 +54,8 @@ func TestGPUInitIdentityDestroy(t *testing.T) {
 	if err := c.Destroy(); err != nil {
 		t.Fatalf("Destroy: %v", err)
 	}
-	if c.IsValid() || c.Ptr() != 0 {
-		t.Errorf("after Destroy: IsValid %v Ptr %#x", c.IsValid(), c.Ptr())
+	if c.IsValid() || c.Handle() != 0 {
+		t.Errorf("after Destroy: IsValid %v Handle %#x", c.IsValid(), c.Handle())
 	}
 	if err := c.Destroy(); !errors.Is(err, nccl.ErrClosed) {
 		t.Errorf("second Destroy = %v, want ErrClosed", err)

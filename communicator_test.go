@@ -23,8 +23,8 @@ func TestCommInitIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Init: %v", err)
 		}
-		if !c.IsValid() || c.Ptr() == 0 {
-			t.Fatalf("IsValid %v Ptr %#x", c.IsValid(), c.Ptr())
+		if !c.IsValid() || c.Handle() == 0 {
+			t.Fatalf("IsValid %v Handle %#x", c.IsValid(), c.Handle())
 		}
 		if n, err := c.NRanks(); err != nil || n != 1 {
 			t.Errorf("NRanks = %d, %v", n, err)
@@ -36,7 +36,7 @@ func TestCommInitIdentity(t *testing.T) {
 			t.Errorf("Device = %s, %v", d, err)
 		}
 		if s := c.String(); !strings.Contains(s, "rank 0/1") || !strings.Contains(s, "cuda:1") ||
-			!strings.Contains(s, fmt.Sprintf("%#x", c.Ptr())) {
+			!strings.Contains(s, fmt.Sprintf("%#x", c.Handle())) {
 			t.Errorf("String = %q", s)
 		}
 		if err := c.AsyncError(); err != nil {
@@ -64,8 +64,8 @@ func TestCommInitIdentity(t *testing.T) {
 		if err := c.Destroy(); err != nil {
 			t.Fatalf("Destroy: %v", err)
 		}
-		if c.IsValid() || c.Ptr() != 0 || !strings.Contains(c.String(), "destroyed") {
-			t.Errorf("after Destroy: IsValid %v Ptr %#x String %q", c.IsValid(), c.Ptr(), c.String())
+		if c.IsValid() || c.Handle() != 0 || !strings.Contains(c.String(), "destroyed") {
+			t.Errorf("after Destroy: IsValid %v Handle %#x String %q", c.IsValid(), c.Handle(), c.String())
 		}
 		if faketest.Calls(t, "ncclCommFinalize") != 1 || faketest.Calls(t, "ncclCommDestroy") != 1 {
 			t.Errorf("Destroy made %d finalize and %d destroy calls, want 1 and 1",
@@ -87,9 +87,9 @@ func TestCommInitialize(t *testing.T) {
 		if d, err := c.Device(); err != nil || d != 0 {
 			t.Errorf("Device = %s, %v; want the default cuda:0", d, err)
 		}
-		ptr := c.Ptr()
-		if err := c.Initialize(1, 0, id, nil); err == nil || c.Ptr() != ptr {
-			t.Errorf("Initialize of an initialized communicator: %v (ptr %#x, was %#x)", err, c.Ptr(), ptr)
+		ptr := c.Handle()
+		if err := c.Initialize(1, 0, id, nil); err == nil || c.Handle() != ptr {
+			t.Errorf("Initialize of an initialized communicator: %v (ptr %#x, was %#x)", err, c.Handle(), ptr)
 		}
 		if n := faketest.Calls(t, "ncclCommInitRankConfig"); n != 1 {
 			t.Errorf("the second Initialize called NCCL (%d inits)", n)
@@ -207,8 +207,8 @@ func TestCommNullAndClosed(t *testing.T) {
 	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
 		var nilComm *nccl.Communicator
 		wantNotInitialized(t, "nil", nilComm, false)
-		if nilComm.Ptr() != 0 || nilComm.IsValid() || nilComm.String() != "nccl.Communicator(null)" {
-			t.Errorf("nil: Ptr %#x IsValid %v String %q", nilComm.Ptr(), nilComm.IsValid(), nilComm.String())
+		if nilComm.Handle() != 0 || nilComm.IsValid() || nilComm.String() != "nccl.Communicator(null)" {
+			t.Errorf("nil: Handle %#x IsValid %v String %q", nilComm.Handle(), nilComm.IsValid(), nilComm.String())
 		}
 		for op, err := range map[string]error{"Destroy": nilComm.Destroy(), "Abort": nilComm.Abort(),
 			"Finalize": nilComm.Finalize()} {

@@ -16,8 +16,8 @@ import (
 // while still initialized: it was never destroyed, so its NCCL resources
 // (GPU memory, threads, connections) stay allocated.
 type Leak struct {
-	Ptr   uintptr // the ncclComm_t; 0 when dropped before NCCL made it (Op)
-	Stack string  // where it was created
+	Handle uintptr // the ncclComm_t; 0 when dropped before NCCL made it (Op)
+	Stack  string  // where it was created
 	// Op is "Split" or "Shrink" for a child dropped while NCCL was still
 	// creating it (a pending child): its parent aborts what NCCL makes for
 	// it when the parent is destroyed or aborted. "" otherwise.
@@ -47,7 +47,7 @@ func reportLeak(l Leak) {
 		fmt.Fprintf(os.Stderr, "nccl: a communicator being created by %s was dropped before it was ready (its parent aborts it when released); created at:\n%s\n", l.Op, l.Stack)
 		return
 	}
-	fmt.Fprintf(os.Stderr, "nccl: communicator %#x was never destroyed; created at:\n%s\n", l.Ptr, l.Stack)
+	fmt.Fprintf(os.Stderr, "nccl: communicator %#x was never destroyed; created at:\n%s\n", l.Handle, l.Stack)
 }
 
 // pendingLeak is what the cleanup of a dropped pending child needs.
@@ -89,6 +89,6 @@ func (c *Communicator) watchLeak() {
 	}
 	buf := make([]byte, 4096)
 	buf = buf[:runtime.Stack(buf, false)]
-	c.cleanup = runtime.AddCleanup(c, reportLeak, Leak{Ptr: c.ptr, Stack: string(buf)})
+	c.cleanup = runtime.AddCleanup(c, reportLeak, Leak{Handle: c.ptr, Stack: string(buf)})
 	c.hasClean = true
 }

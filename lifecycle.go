@@ -371,7 +371,7 @@ func (c *Communicator) grow(ctx context.Context, m mode, nranks int, id *UniqueI
 	if nranks < 1 || nranks > math.MaxInt32 {
 		return nil, argErr(op, "nranks", "%d: not in [1, 2^31)", nranks)
 	}
-	existing := c != nil && c.Ptr() != 0
+	existing := c != nil && c.Handle() != 0
 	if c != nil && !existing {
 		pending, st, creating := c.nullState()
 		switch {

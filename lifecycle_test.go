@@ -37,7 +37,7 @@ func TestFakeSplit(t *testing.T) {
 				t.Errorf("child on %v", d)
 			}
 			none, err := parent.Split(nccl.NoColor, 0, nil)
-			if err != nil || none == nil || none.IsValid() || none.Ptr() != 0 {
+			if err != nil || none == nil || none.IsValid() || none.Handle() != 0 {
 				t.Fatalf("Split(NoColor) = %v, %v; want a null communicator", none, err)
 			}
 			if _, err := none.NRanks(); !errors.Is(err, nccl.ErrNotInitialized) {
@@ -586,24 +586,24 @@ func TestFakeLeak(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			destroyed = d.Ptr()
+			destroyed = d.Handle()
 			if err := d.Destroy(); err != nil {
 				t.Fatal(err)
 			}
-			_ = c.Ptr()
+			_ = c.Handle()
 		}()
 		var got nccl.Leak
-		for i := 0; i < 50 && got.Ptr == 0; i++ {
+		for i := 0; i < 50 && got.Handle == 0; i++ {
 			runtime.GC()
 			select {
 			case got = <-leaks:
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		if got.Ptr == 0 {
+		if got.Handle == 0 {
 			t.Fatal("no leak reported for a dropped communicator")
 		}
-		if got.Ptr == destroyed {
+		if got.Handle == destroyed {
 			t.Errorf("leak reported for the destroyed communicator %#x", destroyed)
 		}
 		if !strings.Contains(got.Stack, "TestFakeLeak") {
@@ -613,7 +613,7 @@ func TestFakeLeak(t *testing.T) {
 			runtime.GC()
 			select {
 			case l := <-leaks:
-				t.Errorf("second leak reported: %#x (destroyed %#x)", l.Ptr, destroyed)
+				t.Errorf("second leak reported: %#x (destroyed %#x)", l.Handle, destroyed)
 			case <-time.After(20 * time.Millisecond):
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/nccl4go/nccl/internal/gputest"
 )
 
-// GPU tests of registration.go, window.go, memalloc.go and signal.go.
+// GPU tests of registration.go, window.go, memalloc.go and onesided.go.
 
 func TestGPURegistrationOneRank(t *testing.T) {
 	r := gputest.Require(t)

@@ -11,7 +11,7 @@ import (
 	"github.com/nccl4go/nccl/internal/faketest"
 )
 
-// CPU tests of registration.go, window.go, memalloc.go and signal.go on the
+// CPU tests of registration.go, window.go, memalloc.go and onesided.go on the
 // fake libraries.
 
 func mustAlloc[T cuda.Elem](t *testing.T, dev cuda.Device, n int) cuda.Slice[T] {

@@ -159,8 +159,8 @@ func (c *Communicator) usable(b *Buffer) bool {
 	if a == nil || !a.Good() || b.Ptr-1 >= 1<<60-1 || uint(b.Count-1) >= 1<<53 || b.Device != c.dev || uint32(b.Type) > uint32(BFloat16) {
 		return false
 	}
-	off := uint64(b.Ptr - a.Base())
-	return b.Ptr >= a.Base() && off <= a.Size() && uint64(b.Count)*uint64(b.Type.Size()) <= a.Size()-off && int(a.Device()) == b.Device
+	off := uint64(b.Ptr - a.Base)
+	return b.Ptr >= a.Base && off <= a.Size && uint64(b.Count)*uint64(b.Type.Size()) <= a.Size-off && a.Dev == b.Device
 }
 
 // badBuf is checkBufP's slow path: the reason a buffer is refused, if any.

@@ -96,7 +96,7 @@ func checkCaptureRules(t *testing.T) {
 				if c.inside {
 					ev = inside
 				}
-				got := ev.Query()
+				got := queryEvent(ev)
 				runtime.UnlockOSThread()
 				close(queried)
 				e := <-end

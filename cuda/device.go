@@ -144,34 +144,16 @@ func (d Device) Synchronize() error {
 	return check("Synchronize", "cuCtxSynchronize", capi.CuCtxSynchronize(ctx))
 }
 
-// Context is a CUDA context handle: the device's primary context, which the
-// CUDA runtime, NCCL and other libraries share.
-type Context struct {
-	h   uintptr
-	dev Device
-}
-
-// Handle is the raw CUcontext.
-func (c Context) Handle() uintptr { return c.h }
-
-// Device is the context's device.
-func (c Context) Device() Device { return c.dev }
-
 // primary contexts, retained once per device for the life of the process.
 var ctxs struct {
 	sync.Mutex
 	m map[Device]uintptr
 }
 
-// PrimaryContext returns the device's primary context, retaining it on
-// first use. Every call of this package that needs a context makes it
-// current on the calling thread inside the same C call, so a goroutine that
-// moves between threads never runs on the wrong device.
-func (d Device) PrimaryContext() (Context, error) {
-	h, err := d.context("PrimaryContext")
-	return Context{h: h, dev: d}, err
-}
-
+// context returns the device's primary context, retaining it on first use.
+// Every call of this package that needs a context makes it current on the
+// calling thread inside the same C call, so a goroutine that moves between
+// threads never runs on the wrong device.
 func (d Device) context(op string) (uintptr, error) {
 	ctxs.Lock()
 	h, ok := ctxs.m[d]

@@ -44,25 +44,26 @@ func (d Device) NewEventFlags(flags EventFlag) (*Event, error) {
 // Device is the device the event belongs to.
 func (e *Event) Device() Device { return e.dev }
 
-// RecordHandle is Record on a raw stream handle (a CUstream or
+// recordHandle is Record on a raw stream handle (a CUstream or
 // cudaStream_t of the event's device; 0 is that device's legacy default
 // stream), for callers that hold the handle rather than a Stream, such as
-// an nccl.Hook. It allocates nothing.
-func (e *Event) RecordHandle(stream uintptr) error {
-	ctx, err := e.ctx("Event.RecordHandle")
+// the watchdog's nccl.Hook (cudabridge.EventRecord). It allocates nothing.
+func (e *Event) recordHandle(stream uintptr) error {
+	ctx, err := e.ctx("Event.Record")
 	if err != nil {
 		return err
 	}
-	return check("Event.RecordHandle", "cuEventRecord", capi.CuEventRecord(ctx, e.h, stream))
+	return check("Event.Record", "cuEventRecord", capi.CuEventRecord(ctx, e.h, stream))
 }
 
-// Query is the driver's answer to cuEventQuery, as a code: Success once
+// query is the driver's answer to cuEventQuery, as a code: Success once
 // the recorded work is done, NotReady while it is not, another code when
 // the event cannot be queried (InvalidHandle for a destroyed event;
 // CUDA_ERROR_CAPTURED_EVENT, 907, for one last recorded in a stream being
-// captured into a graph). Done wraps the same call in an error; Query
-// allocates nothing, for pollers.
-func (e *Event) Query() Result {
+// captured into a graph). Done wraps the same call in an error; query
+// allocates nothing, for pollers such as the watchdog's
+// (cudabridge.EventQuery).
+func (e *Event) query() Result {
 	ctx, err := e.ctx("Event.Query")
 	if err != nil {
 		return InvalidHandle

@@ -356,7 +356,7 @@ func (e *GraphExec) Launch(s Stream) error {
 	if e.destroyed.Load() {
 		return closedError(op, "graph instance destroyed")
 	}
-	h, dev, err := s.Resolve()
+	h, dev, err := s.resolve()
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/cudabridge"
 	"github.com/nccl4go/nccl/internal/faketest"
 )
 
@@ -57,7 +58,7 @@ func BenchmarkLaunch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Destroy()
-	ctx, _ := dev.PrimaryContext()
+	ctx, _ := cudabridge.PrimaryContext(int(dev))
 	cfg := cuda.LaunchConfig{Grid: cuda.Dim(1), Block: cuda.Dim(32)}
 	a, n := float32(2), int32(256)
 	goLoop := func(k int) {
@@ -76,7 +77,7 @@ func BenchmarkLaunch(b *testing.B) {
 	offs := [4]uint16{0, 8, 16, 24}
 	ccfg := capi.LaunchConfig{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}
 	cLoop := func(k int) {
-		if r := capi.BenchLaunchLoop(ctx.Handle(), f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, k, 0); r != 0 {
+		if r := capi.BenchLaunchLoop(ctx, f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, k, 0); r != 0 {
 			b.Fatalf("C loop: CUresult %d", r)
 		}
 	}
@@ -84,7 +85,7 @@ func BenchmarkLaunch(b *testing.B) {
 	// trampoline gets it: the trampoline asks the driver for the current
 	// context (cuCtxGetCurrent) before each launch.
 	cCtxLoop := func(k int) {
-		if r := capi.BenchLaunchLoop(ctx.Handle(), f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, k, 1); r != 0 {
+		if r := capi.BenchLaunchLoop(ctx, f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, k, 1); r != 0 {
 			b.Fatalf("C loop: CUresult %d", r)
 		}
 	}
@@ -101,7 +102,7 @@ func BenchmarkLaunch(b *testing.B) {
 	// argument bytes built once, no binding logic.
 	rawLoop := func(k int) {
 		for range k {
-			if r := capi.Launch(ctx.Handle(), f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4); r != 0 {
+			if r := capi.Launch(ctx, f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4); r != 0 {
 				b.Fatalf("raw launch: CUresult %d", r)
 			}
 		}
@@ -116,7 +117,7 @@ func BenchmarkLaunch(b *testing.B) {
 	sync()
 	// Does the driver launch a function in its own context when the
 	// thread has none current? (If so, a launch need not make it current.)
-	r := capi.BenchLaunchLoop(ctx.Handle(), f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, 2, 2)
+	r := capi.BenchLaunchLoop(ctx, f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, 2, 2)
 	sync()
 	b.Logf("launch with no current context: CUresult %d", r)
 	b.Logf("driver: %s; rounds of %d launches, the stream synchronized between them (timer stopped)", driver, launchRound)

@@ -1,103 +1,34 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/cudabridge"
 )
 
-// Allocation is one block of device memory, shared by every Slice cut from
-// it: its address range, its device, and whether it is still usable.
-// Memory made by Alloc is known good until Free. Memory adopted by Wrap is
-// what the caller says it is: Verify asks the driver once whether it is
-// device memory of that device, the whole range inside one allocation.
-// Safe for concurrent use.
+// Allocation is one block of device memory as it was allocated or
+// adopted, shared by every Slice cut from it ([Slice.Allocation]): its
+// address range and its device. Safe for concurrent use.
 type Allocation struct {
-	ptr   uintptr
-	bytes uint64
-	dev   Device
+	m     cudabridge.Memory       // range, device, and whether usable (good, freed...)
 	owned bool                    // made by Alloc or WrapOwned: Free releases it
 	free  func(ptr uintptr) error // how WrapOwned memory is released; nil: cuMemFree
-	state atomic.Uint32           // allocUnverified, allocGood, allocBad or allocFreed
-	bad   error                   // why Verify refused the memory (set before state allocBad)
-	// verifying lets one goroutine at a time ask the driver (Verify).
-	verifying sync.Mutex
 }
-
-// Allocation states. Free moves any state to allocFreed.
-const (
-	allocUnverified uint32 = iota // adopted by Wrap, not checked yet
-	allocGood                     // made by Alloc, or checked by Verify
-	allocBad                      // Verify refused it: bad says why
-	allocFreed                    // Free was called
-)
 
 // Base is the device address of the first byte.
-func (a *Allocation) Base() uintptr { return a.ptr }
+func (a *Allocation) Base() uintptr { return a.m.Base }
 
 // Size is the size in bytes.
-func (a *Allocation) Size() uint64 { return a.bytes }
+func (a *Allocation) Size() uint64 { return a.m.Size }
 
 // Device is the device the memory is on.
-func (a *Allocation) Device() Device { return a.dev }
+func (a *Allocation) Device() Device { return Device(a.m.Dev) }
 
-// Good reports whether the memory is known usable: made by Alloc, or
-// adopted and verified, and not freed. It costs one atomic load.
-func (a *Allocation) Good() bool { return a.state.Load() == allocGood }
-
-// Freed reports whether Free was called.
-func (a *Allocation) Freed() bool { return a.state.Load() == allocFreed }
-
-// Verify checks memory adopted by Wrap against the driver
-// (cuPointerGetAttribute), once: it must be device (or managed) memory of
-// the stated device, and the whole range must lie inside one allocation
-// (or chunks mapped side by side: see CheckRange).
-// It returns nil for good memory, an error wrapping ErrClosed after Free,
-// and an *ArgError saying what is wrong otherwise (the answer is cached:
-// memory does not change device). Memory made by Alloc is good without a
-// driver call.
-func (a *Allocation) Verify() error {
-	switch a.state.Load() {
-	case allocGood:
-		return nil
-	case allocFreed:
-		return closedError("Verify", "memory freed")
-	case allocBad:
-		return a.bad // written before the state said allocBad
-	}
-	// One goroutine asks the driver; others wait for its answer.
-	a.verifying.Lock()
-	defer a.verifying.Unlock()
-	if a.state.Load() != allocUnverified {
-		return a.verifyDone()
-	}
-	err := CheckRange(a.ptr, a.bytes, a.dev)
-	var arg *ArgError
-	switch {
-	case err == nil:
-		a.state.CompareAndSwap(allocUnverified, allocGood)
-	case errors.As(err, &arg):
-		a.bad = err
-		a.state.CompareAndSwap(allocUnverified, allocBad)
-	default:
-		return err // the driver failed: not an answer about the memory
-	}
-	return a.verifyDone()
-}
-
-// verifyDone is Verify's answer once the state is settled.
-func (a *Allocation) verifyDone() error {
-	switch a.state.Load() {
-	case allocGood:
-		return nil
-	case allocBad:
-		return a.bad
-	}
-	return closedError("Verify", "memory freed")
+// newAllocation is an Allocation of bytes bytes at ptr on dev.
+func newAllocation(ptr uintptr, bytes uint64, dev Device) *Allocation {
+	return &Allocation{m: cudabridge.Memory{Base: ptr, Size: bytes, Dev: int(dev)}}
 }
 
 // Memory types of CU_POINTER_ATTRIBUTE_MEMORY_TYPE.
@@ -106,15 +37,15 @@ const (
 	memoryTypeUnified = 4
 )
 
-// CheckRange asks the driver whether bytes bytes at device address p are
+// checkRange asks the driver whether bytes bytes at device address p are
 // device memory of dev (cuPointerGetAttribute): an *ArgError says what is
 // wrong (not device memory, on another device, running past the end of the
 // allocation that holds p), another error that the driver could not answer.
 // Memory mapped from several chunks side by side (cuMemMap) is one range
 // when every chunk is device memory of dev. It costs four driver calls per
 // chunk.
-func CheckRange(p uintptr, bytes uint64, dev Device) error {
-	const op = "CheckRange"
+func checkRange(p uintptr, bytes uint64, dev Device) error {
+	const op = "Verify"
 	ctx, err := dev.context(op)
 	if err != nil {
 		return err
@@ -150,7 +81,7 @@ func CheckRange(p uintptr, bytes uint64, dev Device) error {
 	return nil
 }
 
-// maxChunks bounds the chunks CheckRange follows (four driver calls each).
+// maxChunks bounds the chunks checkRange follows (four driver calls each).
 const maxChunks = 4096
 
 // Slice is typed device memory: n elements of T from a device address, on
@@ -183,8 +114,9 @@ func Alloc[T Elem](dev Device, n int) (Slice[T], error) {
 	if err := check("Alloc", "cuMemAlloc_v2", r); err != nil {
 		return Slice[T]{}, fmt.Errorf("%w (%d bytes on %s)", err, bytes, dev)
 	}
-	a := &Allocation{ptr: p, bytes: bytes, dev: dev, owned: true}
-	a.state.Store(allocGood)
+	a := newAllocation(p, bytes, dev)
+	a.owned = true
+	a.m.SetGood()
 	return Slice[T]{a: a, n: n}, nil
 }
 
@@ -207,7 +139,7 @@ func AllocFrom[T Elem](dev Device, src []T) (Slice[T], error) {
 // library (a PyTorch tensor, CuPy array, ncclMemAlloc...). Free on it is an
 // error: the other library owns the memory.
 func Wrap[T Elem](ptr uintptr, n int, dev Device) Slice[T] {
-	return Slice[T]{a: &Allocation{ptr: ptr, bytes: uint64(n) * uint64(DTypeOf[T]().Size()), dev: dev}, n: n}
+	return Slice[T]{a: newAllocation(ptr, uint64(n)*uint64(DTypeOf[T]().Size()), dev), n: n}
 }
 
 // WrapOwned adopts n elements at ptr on dev that Free releases with free,
@@ -233,7 +165,7 @@ func (s Slice[T]) Ptr() uintptr {
 	if s.a == nil {
 		return 0
 	}
-	return s.a.ptr + uintptr(s.off*DTypeOf[T]().Size())
+	return s.a.m.Base + uintptr(s.off*DTypeOf[T]().Size())
 }
 
 // Device is the device the memory is on.
@@ -241,7 +173,7 @@ func (s Slice[T]) Device() Device {
 	if s.a == nil {
 		return 0
 	}
-	return s.a.dev
+	return s.a.Device()
 }
 
 // Err reports whether the slice can be used: nil, or an error wrapping
@@ -254,17 +186,17 @@ func (s Slice[T]) Err() error {
 	if s.n < 0 {
 		return &ArgError{Op: "Slice", Arg: "slice", Reason: fmt.Sprintf("%d elements: negative length", s.n)}
 	}
-	if s.a.Freed() {
+	if s.a.m.Freed() {
 		return closedError("Slice", "memory freed")
 	}
 	return nil
 }
 
 // Freed reports whether the memory was freed.
-func (s Slice[T]) Freed() bool { return s.a != nil && s.a.Freed() }
+func (s Slice[T]) Freed() bool { return s.a != nil && s.a.m.Freed() }
 
 // Allocation is the block of memory s was cut from (nil for the zero
-// Slice): its state follows Free, whichever Slice of it is freed.
+// Slice): the same for s, its copies and the parts [Slice.Sub] cuts from it.
 func (s Slice[T]) Allocation() *Allocation { return s.a }
 
 // Sub is elements [i, j) of s, sharing its memory.
@@ -285,20 +217,20 @@ func (s Slice[T]) Free() error {
 	if !s.a.owned {
 		return &ArgError{Op: "Free", Arg: "slice", Reason: "memory adopted by Wrap: its owner frees it"}
 	}
-	if s.off != 0 || uint64(s.n)*uint64(DTypeOf[T]().Size()) != s.a.bytes {
+	if s.off != 0 || uint64(s.n)*uint64(DTypeOf[T]().Size()) != s.a.m.Size {
 		return &ArgError{Op: "Free", Arg: "slice", Reason: "a part made by Sub: free the whole allocation"}
 	}
-	if s.a.state.Swap(allocFreed) == allocFreed {
+	if !s.a.m.Free() {
 		return closedError("Free", "memory already freed")
 	}
 	if s.a.free != nil {
-		return s.a.free(s.a.ptr)
+		return s.a.free(s.a.m.Base)
 	}
-	ctx, err := s.a.dev.context("Free")
+	ctx, err := s.a.Device().context("Free")
 	if err != nil {
 		return err
 	}
-	return check("Free", "cuMemFree_v2", capi.CuMemFree(ctx, s.a.ptr))
+	return check("Free", "cuMemFree_v2", capi.CuMemFree(ctx, s.a.m.Base))
 }
 
 // use returns the context and address for an operation on s.
@@ -306,7 +238,7 @@ func (s Slice[T]) use(op string) (uintptr, uintptr, error) {
 	if err := s.Err(); err != nil {
 		return 0, 0, fmt.Errorf("cuda: %s: %w", op, err)
 	}
-	ctx, err := s.a.dev.context(op)
+	ctx, err := s.a.Device().context(op)
 	return ctx, s.Ptr(), err
 }
 
@@ -323,7 +255,7 @@ func hostPtr[T Elem](h []T) unsafe.Pointer {
 
 // streamFor checks that st may carry work for dev.
 func streamFor(op string, st Stream, dev Device) (uintptr, error) {
-	h, sdev, err := st.Resolve()
+	h, sdev, err := st.resolve()
 	if err != nil {
 		return 0, err
 	}
@@ -423,7 +355,7 @@ func (s Slice[T]) CopyFromHostAsync(src []T, st Stream) error {
 	if len(src) != s.n {
 		return lengthError("CopyFromHostAsync", s.n, len(src))
 	}
-	h, err := streamFor("CopyFromHostAsync", st, s.a.dev)
+	h, err := streamFor("CopyFromHostAsync", st, s.a.Device())
 	if err != nil {
 		return err
 	}
@@ -440,7 +372,7 @@ func (s Slice[T]) CopyToHostAsync(dst []T, st Stream) error {
 	if len(dst) != s.n {
 		return lengthError("CopyToHostAsync", s.n, len(dst))
 	}
-	h, err := streamFor("CopyToHostAsync", st, s.a.dev)
+	h, err := streamFor("CopyToHostAsync", st, s.a.Device())
 	if err != nil {
 		return err
 	}
@@ -460,7 +392,7 @@ func (s Slice[T]) CopyFromAsync(src Slice[T], st Stream) error {
 	if src.n != s.n {
 		return lengthError("CopyFromAsync", s.n, src.n)
 	}
-	h, err := streamFor("CopyFromAsync", st, s.a.dev)
+	h, err := streamFor("CopyFromAsync", st, s.a.Device())
 	if err != nil {
 		return err
 	}
@@ -488,7 +420,7 @@ func (s Slice[T]) MemsetAsync(b byte, st Stream) error {
 	if err != nil {
 		return err
 	}
-	h, err := streamFor("MemsetAsync", st, s.a.dev)
+	h, err := streamFor("MemsetAsync", st, s.a.Device())
 	if err != nil {
 		return err
 	}

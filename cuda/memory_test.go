@@ -277,3 +277,34 @@ func TestMemoryErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestSliceAllocation: Slice.Allocation is the whole block a slice was cut
+// from, the same for the slice, its copies and its parts: its base, size
+// and device; the zero Slice has none.
+func TestSliceAllocation(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		s, err := cuda.Alloc[float32](1, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Free()
+		a := s.Allocation()
+		if a == nil || a.Base() != s.Ptr() || a.Size() != 64 || a.Device() != 1 {
+			t.Fatalf("Allocation = %+v", a)
+		}
+		part, err := s.Sub(4, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if part.Allocation() != a {
+			t.Errorf("Sub(4, 8).Allocation = %p, the slice's is %p", part.Allocation(), a)
+		}
+		w := cuda.Wrap[uint8](s.Ptr()+4, 8, 1)
+		if wa := w.Allocation(); wa.Base() != s.Ptr()+4 || wa.Size() != 8 || wa.Device() != 1 {
+			t.Errorf("a Wrap's Allocation: base %#x size %d device %s", wa.Base(), wa.Size(), wa.Device())
+		}
+		if (cuda.Slice[float32]{}).Allocation() != nil {
+			t.Error("the zero Slice has an Allocation")
+		}
+	})
+}

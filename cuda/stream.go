@@ -63,10 +63,10 @@ func (s Stream) Device() (d Device, ok bool) {
 	return s.s.dev, true
 }
 
-// Resolve returns what an operation on the stream needs: its handle and
+// resolve returns what an operation on the stream needs: its handle and
 // device (-1 for the zero Stream, which fits any device), or ErrClosed after
-// Destroy.
-func (s Stream) Resolve() (handle uintptr, dev int, err error) {
+// Destroy (cudabridge.StreamResolve).
+func (s Stream) resolve() (handle uintptr, dev int, err error) {
 	if s.s == nil {
 		return 0, -1, nil
 	}
@@ -164,7 +164,7 @@ func (e *Event) Record(s Stream) error {
 	if err != nil {
 		return err
 	}
-	h, dev, err := s.Resolve()
+	h, dev, err := s.resolve()
 	if err != nil {
 		return err
 	}

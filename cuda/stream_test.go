@@ -21,7 +21,7 @@ func TestStreams(t *testing.T) {
 		if d, ok := s.Device(); !ok || d != 1 {
 			t.Errorf("Device = %s, %v", d, ok)
 		}
-		if h, d, err := s.Resolve(); err != nil || h != s.Handle() || d != 1 {
+		if h, d, err := resolveStream(s); err != nil || h != s.Handle() || d != 1 {
 			t.Errorf("Resolve = %#x, %d, %v", h, d, err)
 		}
 		if err := s.Synchronize(); err != nil {
@@ -42,7 +42,7 @@ func TestStreams(t *testing.T) {
 		if _, err := s.Done(); !errors.Is(err, cuda.ErrClosed) {
 			t.Errorf("Done after Destroy: %v", err)
 		}
-		if _, _, err := s.Resolve(); !errors.Is(err, cuda.ErrClosed) {
+		if _, _, err := resolveStream(s); !errors.Is(err, cuda.ErrClosed) {
 			t.Errorf("Resolve after Destroy: %v", err)
 		}
 
@@ -61,7 +61,7 @@ func TestStreams(t *testing.T) {
 		if err := zero.Destroy(); err == nil {
 			t.Error("Destroy of the zero Stream succeeded")
 		}
-		if h, d, err := zero.Resolve(); h != 0 || d != -1 || err != nil {
+		if h, d, err := resolveStream(zero); h != 0 || d != -1 || err != nil {
 			t.Errorf("zero Resolve = %#x, %d, %v", h, d, err)
 		}
 		if _, ok := zero.Device(); ok {

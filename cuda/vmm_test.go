@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/cudabridge"
 	"github.com/nccl4go/nccl/internal/faketest"
 )
 
@@ -24,18 +25,18 @@ func checkMappedChunks(t *testing.T) {
 			t.Errorf("unmapping: %v", err)
 		}
 	}()
-	if err := cuda.CheckRange(base, size, dev); err != nil {
+	if _, err := cudabridge.CheckRange(base, size, int(dev)); err != nil {
 		t.Errorf("CheckRange over both chunks (%d bytes at %#x): %v", size, base, err)
 	}
-	if err := cuda.CheckRange(base+uintptr(size/4), size/2, dev); err != nil {
+	if _, err := cudabridge.CheckRange(base+uintptr(size/4), size/2, int(dev)); err != nil {
 		t.Errorf("CheckRange across the seam: %v", err)
 	}
-	if err := cuda.CheckRange(base, size+1, dev); err == nil {
+	if _, err := cudabridge.CheckRange(base, size+1, int(dev)); err == nil {
 		t.Errorf("CheckRange one byte past the mapping: accepted")
 	}
 	n := int(size / 4)
 	s := cuda.Wrap[float32](base, n, dev)
-	if err := s.Allocation().Verify(); err != nil {
+	if err := allocationMemory(s.Allocation()).Verify(); err != nil {
 		t.Fatalf("Verify of both chunks: %v", err)
 	}
 	src := make([]float32, n)

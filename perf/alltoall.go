@@ -19,7 +19,7 @@ const alltoallRelease = 22800
 // buffers, so this one call goes to the shim directly; like the binding's
 // calls it is one cgo crossing, and it takes part in an open group.
 func allToAllInPlace(c *nccl.Communicator, buf uintptr, count uint64, dt nccl.DataType, s cuda.Stream) error {
-	st := capi.AlltoAll(buf, buf, count, int32(dt), c.Ptr(), s.Handle())
+	st := capi.AlltoAll(buf, buf, count, int32(dt), c.Handle(), s.Handle())
 	switch {
 	case st.Code == 0:
 		return nil

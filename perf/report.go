@@ -312,15 +312,6 @@ func (t *TableWriter) Row(test string, r *Row) {
 	io.WriteString(t.W, b.String())
 }
 
-// FormatRow is one result line as nccl-tests prints it, newline included
-// (without the per-iteration and timestamp columns).
-func FormatRow(r *Row) string {
-	var b strings.Builder
-	writeRow(&b, r, false)
-	b.WriteString("\n")
-	return b.String()
-}
-
 func writeRow(b *strings.Builder, r *Row, perIter bool) {
 	fmt.Fprintf(b, "%12d  %12d  %8s  %6s  %6s", r.Size, r.Count, r.Type, r.Op, fmt.Sprintf("%6d", r.Root))
 	for _, c := range []*Cell{&r.OutOfPlace, &r.InPlace} {

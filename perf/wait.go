@@ -8,6 +8,7 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/cudabridge"
 )
 
 // waitSlice is how long one C call of syncStreams polls before it returns
@@ -26,11 +27,11 @@ func (w *waitState) init(ranks []*rankState) error {
 	n := len(ranks)
 	w.ctxs, w.streams, w.comms, w.done = make([]uintptr, n), make([]uintptr, n), make([]uintptr, n), make([]byte, n)
 	for i, r := range ranks {
-		ctx, err := r.dev.PrimaryContext()
+		ctx, err := cudabridge.PrimaryContext(int(r.dev))
 		if err != nil {
 			return &RunError{"stream", err}
 		}
-		w.ctxs[i], w.streams[i], w.comms[i] = ctx.Handle(), r.stream.Handle(), r.comm.Ptr()
+		w.ctxs[i], w.streams[i], w.comms[i] = ctx, r.stream.Handle(), r.comm.Handle()
 	}
 	return nil
 }

@@ -559,7 +559,7 @@ func (r *reader) slurm() (found, error) {
 		f.localSize, f.localSizeName = n, "SLURM_STEP_TASKS_PER_NODE"
 	}
 	if list := r.firstString("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"); list != "" {
-		host, err := FirstHost(list)
+		host, err := firstHost(list)
 		if err != nil {
 			return f, r.fail("%v", err)
 		}
@@ -707,7 +707,7 @@ func (r *reader) complete(j *Job, f *found, ppid int) error {
 			f.addr = "127.0.0.1"
 		default:
 			if list := r.firstString("SLURM_JOB_NODELIST", "SLURM_NODELIST"); list != "" {
-				host, err := FirstHost(list)
+				host, err := firstHost(list)
 				if err != nil {
 					return r.fail("%v", err)
 				}
@@ -722,7 +722,7 @@ func (r *reader) complete(j *Job, f *found, ppid int) error {
 	if f.port == 0 && f.size > 1 {
 		f.port = DefaultMasterPort
 		if j.JobID != "" {
-			f.port = PortFor(j.JobID)
+			f.port = portFor(j.JobID)
 		}
 	}
 	if f.port > 65535 {
@@ -741,11 +741,11 @@ func (r *reader) complete(j *Job, f *found, ppid int) error {
 	return nil
 }
 
-// PortFor is the port a job without one uses: 10000 plus a hash of the job
+// portFor is the port a job without one uses: 10000 plus a hash of the job
 // id modulo 20000 (below Linux's ephemeral range, which starts at 32768).
 // A numeric id (Slurm's "1234.0" job and step) uses the number itself, so
 // that consecutive jobs get different ports.
-func PortFor(jobID string) int {
+func portFor(jobID string) int {
 	job, step, _ := strings.Cut(jobID, ".")
 	if n, err := strconv.ParseUint(job, 10, 64); err == nil {
 		s, _ := strconv.ParseUint(step, 10, 64)
@@ -786,10 +786,10 @@ func tasksOnNode(list string, node int) (int, error) {
 	return 0, fmt.Errorf("no entry for node %d", node)
 }
 
-// FirstHost returns the first host of a Slurm node list such as
+// firstHost returns the first host of a Slurm node list such as
 // "gpu[003-005,010],cpu1": "gpu003".
-func FirstHost(list string) (string, error) {
-	hosts, err := ExpandNodeList(list, 1)
+func firstHost(list string) (string, error) {
+	hosts, err := expandNodeList(list, 1)
 	if err != nil {
 		return "", err
 	}
@@ -799,16 +799,16 @@ func FirstHost(list string) (string, error) {
 	return hosts[0], nil
 }
 
-// MaxNodeListNames bounds ExpandNodeList without a max: a longer list is an
+// maxNodeListNames bounds expandNodeList without a max: a longer list is an
 // error, not an exhausted memory.
-const MaxNodeListNames = 1 << 20
+const maxNodeListNames = 1 << 20
 
-// ExpandNodeList expands a Slurm node list ("a[1-3,07],b,c[1-2]-ib[0-1]")
+// expandNodeList expands a Slurm node list ("a[1-3,07],b,c[1-2]-ib[0-1]")
 // into host names, in Slurm's order, stopping after max names (max <= 0:
-// all, at most MaxNodeListNames). It makes only the names it returns: the
+// all, at most maxNodeListNames). It makes only the names it returns: the
 // first host of a list of 10^7 names costs what one name costs, and a
 // range ending at the largest integer neither overflows nor loops.
-func ExpandNodeList(list string, max int) ([]string, error) {
+func expandNodeList(list string, max int) ([]string, error) {
 	depth, start := 0, 0
 	var items []string
 	for i, c := range list {
@@ -833,7 +833,7 @@ func ExpandNodeList(list string, max int) ([]string, error) {
 	items = append(items, list[start:])
 	limit := max
 	if limit <= 0 {
-		limit = MaxNodeListNames + 1
+		limit = maxNodeListNames + 1
 	}
 	var out []string
 	for _, it := range items {
@@ -850,7 +850,7 @@ func ExpandNodeList(list string, max int) ([]string, error) {
 		}
 		if len(out) >= limit {
 			if max <= 0 {
-				return nil, fmt.Errorf("node list %q: more than %d names", list, MaxNodeListNames)
+				return nil, fmt.Errorf("node list %q: more than %d names", list, maxNodeListNames)
 			}
 			return out, nil
 		}

@@ -63,7 +63,7 @@ func TestFromEnvLaunchers(t *testing.T) {
 				"OMPI_MCA_orte_ess_node_rank=1", "OMPI_MCA_orte_ess_num_procs=2", "OMPI_UNIVERSE_SIZE=2",
 				"PMIX_NAMESPACE=1484718081", "PMIX_RANK=1"),
 			want: Job{Launcher: LauncherOpenMPI, Rank: 1, WorldSize: 2, LocalRank: 1, LocalWorldSize: 2,
-				NodeRank: 0, NumNodes: 1, MasterAddr: "127.0.0.1", MasterPort: PortFor("1484718081"),
+				NodeRank: 0, NumNodes: 1, MasterAddr: "127.0.0.1", MasterPort: portFor("1484718081"),
 				JobID: "1484718081"},
 		},
 		{
@@ -78,7 +78,7 @@ func TestFromEnvLaunchers(t *testing.T) {
 				"SLURM_JOB_ID=200505", "SLURM_JOBID=200505", "SLURM_PROCID=0", "SLURM_LOCALID=0", "SLURM_NODEID=0",
 				"SLURM_NTASKS=8", "SLURM_NNODES=2", "SLURM_JOB_NODELIST=gnode[10,20]", "SLURM_TASKS_PER_NODE=4(x2)"),
 			want: Job{Launcher: LauncherOpenMPI, Rank: 6, WorldSize: 8, LocalRank: 2, LocalWorldSize: 4,
-				NodeRank: -1, MasterAddr: "gnode10", MasterPort: PortFor("3001"), JobID: "3001"},
+				NodeRank: -1, MasterAddr: "gnode10", MasterPort: portFor("3001"), JobID: "3001"},
 		},
 		{
 			// Open MPI with the master given on the command line
@@ -97,7 +97,7 @@ func TestFromEnvLaunchers(t *testing.T) {
 			env: env("PMI_RANK=3", "PMI_SIZE=4", "PMI_FD=6", "MPI_LOCALRANKID=3", "MPI_LOCALNRANKS=4",
 				"HYDI_CONTROL_FD=7"),
 			want: Job{Launcher: LauncherMPICH, Rank: 3, WorldSize: 4, LocalRank: 3, LocalWorldSize: 4,
-				NodeRank: 0, NumNodes: 1, MasterAddr: "127.0.0.1", MasterPort: PortFor("ppid-4242"), JobID: "ppid-4242"},
+				NodeRank: 0, NumNodes: 1, MasterAddr: "127.0.0.1", MasterPort: portFor("ppid-4242"), JobID: "ppid-4242"},
 		},
 		{
 			// Source: MVAPICH2 user guide, "mpirun_rsh" (MV2_COMM_WORLD_RANK,
@@ -106,7 +106,7 @@ func TestFromEnvLaunchers(t *testing.T) {
 			env: env("MV2_COMM_WORLD_RANK=1", "MV2_COMM_WORLD_SIZE=2", "MV2_COMM_WORLD_LOCAL_RANK=1",
 				"MV2_COMM_WORLD_LOCAL_SIZE=2", "MPIRUN_ID=5511", "MPIRUN_RANK=1"),
 			want: Job{Launcher: LauncherMVAPICH, Rank: 1, WorldSize: 2, LocalRank: 1, LocalWorldSize: 2,
-				NodeRank: 0, NumNodes: 1, MasterAddr: "127.0.0.1", MasterPort: PortFor("5511"), JobID: "5511"},
+				NodeRank: 0, NumNodes: 1, MasterAddr: "127.0.0.1", MasterPort: portFor("5511"), JobID: "5511"},
 		},
 		{
 			// Source: srun(1), "OUTPUT ENVIRONMENT VARIABLES"; `srun -N2 -n4`
@@ -314,24 +314,24 @@ func TestExpandNodeList(t *testing.T) {
 		{"x,y[3]", "x y3"},
 	}
 	for _, tt := range tests {
-		got, err := ExpandNodeList(tt.in, 0)
+		got, err := expandNodeList(tt.in, 0)
 		if err != nil {
 			t.Fatalf("%q: %v", tt.in, err)
 		}
 		if s := strings.Join(got, " "); s != tt.want {
 			t.Errorf("%q: got %q want %q", tt.in, s, tt.want)
 		}
-		first, err := FirstHost(tt.in)
+		first, err := firstHost(tt.in)
 		if err != nil || first != got[0] {
-			t.Errorf("FirstHost(%q) = %q, %v", tt.in, first, err)
+			t.Errorf("firstHost(%q) = %q, %v", tt.in, first, err)
 		}
 	}
 	for _, bad := range []string{"a[1-", "a]", "a[3-1]", "a[x]", ""} {
-		if _, err := FirstHost(bad); err == nil {
-			t.Errorf("FirstHost(%q): no error", bad)
+		if _, err := firstHost(bad); err == nil {
+			t.Errorf("firstHost(%q): no error", bad)
 		}
 	}
-	if got, _ := ExpandNodeList("n[1-100000]", 3); len(got) != 3 {
+	if got, _ := expandNodeList("n[1-100000]", 3); len(got) != 3 {
 		t.Errorf("max: %v", got)
 	}
 }
@@ -353,12 +353,12 @@ func TestTasksOnNode(t *testing.T) {
 }
 
 func TestPortFor(t *testing.T) {
-	if PortFor("4711.0") != 10000+47110%20000 || PortFor("4712.0") == PortFor("4711.0") {
-		t.Errorf("numeric ports %d %d", PortFor("4711.0"), PortFor("4712.0"))
+	if portFor("4711.0") != 10000+47110%20000 || portFor("4712.0") == portFor("4711.0") {
+		t.Errorf("numeric ports %d %d", portFor("4711.0"), portFor("4712.0"))
 	}
 	for _, id := range []string{"prterun-host-1234@1", "x", ""} {
-		if p := PortFor(id); p < 10000 || p >= 30000 {
-			t.Errorf("PortFor(%q) = %d", id, p)
+		if p := portFor(id); p < 10000 || p >= 30000 {
+			t.Errorf("portFor(%q) = %d", id, p)
 		}
 	}
 }

@@ -13,14 +13,14 @@ func TestNodeListOverflowAndLaziness(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		got, err := ExpandNodeList("c[9223372036854775806-9223372036854775807]", 0)
+		got, err := expandNodeList("c[9223372036854775806-9223372036854775807]", 0)
 		if err != nil || strings.Join(got, " ") != "c9223372036854775806 c9223372036854775807" {
 			t.Errorf("range ending at MaxInt64 = %q, %v", got, err)
 		}
-		if h, err := FirstHost("c[0-9223372036854775807]"); err != nil || h != "c0" {
-			t.Errorf("FirstHost of a 2^63-name range = %q, %v", h, err)
+		if h, err := firstHost("c[0-9223372036854775807]"); err != nil || h != "c0" {
+			t.Errorf("firstHost of a 2^63-name range = %q, %v", h, err)
 		}
-		if _, err := ExpandNodeList("c[0-9223372036854775807]", 0); err == nil || !strings.Contains(err.Error(), "more than") {
+		if _, err := expandNodeList("c[0-9223372036854775807]", 0); err == nil || !strings.Contains(err.Error(), "more than") {
 			t.Errorf("expanding 2^63 names whole: %v, want a too-many-names error", err)
 		}
 	}()
@@ -32,16 +32,16 @@ func TestNodeListOverflowAndLaziness(t *testing.T) {
 	// The first host of a list with a 10^7-name tail: a handful of
 	// allocations, not 10^7.
 	allocs := testing.AllocsPerRun(3, func() {
-		if h, err := FirstHost("gpu[1-2]-ib[0-10000000]"); err != nil || h != "gpu1-ib0" {
-			t.Fatalf("FirstHost = %q, %v", h, err)
+		if h, err := firstHost("gpu[1-2]-ib[0-10000000]"); err != nil || h != "gpu1-ib0" {
+			t.Fatalf("firstHost = %q, %v", h, err)
 		}
 	})
 	if allocs > 100 {
-		t.Fatalf("FirstHost of a list with a 10^7-name tail made %v allocations", allocs)
+		t.Fatalf("firstHost of a list with a 10^7-name tail made %v allocations", allocs)
 	}
 	for _, bad := range []string{"a[1-2]b[", "a[1-2]b[x]", "a[1-2]b[2-1]"} {
-		if _, err := FirstHost(bad); err == nil {
-			t.Errorf("FirstHost(%q): no error for a bad tail", bad)
+		if _, err := firstHost(bad); err == nil {
+			t.Errorf("firstHost(%q): no error for a bad tail", bad)
 		}
 	}
 }

@@ -252,13 +252,13 @@ func (s *Session) Device() (int, error) {
 	if s.opts.Device != nil {
 		return *s.opts.Device, nil
 	}
-	return DeviceFor(s.Job.LocalRank)
+	return deviceFor(s.Job.LocalRank)
 }
 
-// DeviceFor is the device of a local rank: localRank modulo the number of
+// deviceFor is the device of a local rank: localRank modulo the number of
 // visible devices (CUDA_VISIBLE_DEVICES is honoured by the driver). With
 // one visible device (a launcher that binds each rank to a GPU) it is 0.
-func DeviceFor(localRank int) (int, error) {
+func deviceFor(localRank int) (int, error) {
 	n, err := cuda.Count()
 	if err != nil {
 		return 0, fmt.Errorf("rendezvous: local rank %d: counting the GPUs: %w", localRank, err)

@@ -372,7 +372,7 @@ func (w *Watchdog) tick() tickResult {
 		}
 		k := slices.IndexFunc(results, func(r evResult) bool { return r.ev == en.ev })
 		if k < 0 {
-			results = append(results, evResult{en.ev, en.ev.Query()})
+			results = append(results, evResult{en.ev, queryEvent(en.ev)})
 			k = len(results) - 1
 		}
 		switch results[k].r {
@@ -594,7 +594,7 @@ func (w *Watchdog) cover() {
 		if ev == nil {
 			continue
 		}
-		if err := ev.RecordHandle(t.h); err != nil {
+		if err := recordEvent(ev, t.h); err != nil {
 			// The stream is gone: its operations cannot be followed.
 			w.mu.Lock()
 			w.free = append(w.free, ev)

@@ -542,7 +542,7 @@ func (w *Watchdog) launchLocked(en entry, ss *streamState) {
 	}
 	if ss.recorded != w.period+1 || ss.h == streamPerThread {
 		if ev := w.eventLocked(); ev != nil {
-			if err := ev.RecordHandle(en.e.Stream); err != nil {
+			if err := recordEvent(ev, en.e.Stream); err != nil {
 				w.free = append(w.free, ev)
 			} else {
 				en.ev = ev

@@ -55,7 +55,7 @@ func (c *Communicator) rmaCheckLocked(op string) error {
 // (c.mu held, the communicator's facts filled) and calls NCCL with the
 // communicator and stream handles, through the call path of call.go.
 func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, ev trace.Event, call func(comm, stream uintptr) (capi.Status, error)) error {
-	h, sdev, err := s.Resolve()
+	h, sdev, err := resolveStream(s)
 	if err != nil {
 		return &ArgError{Op: op, Arg: "stream", Reason: "destroyed", Err: err}
 	}
