@@ -317,7 +317,7 @@ func TestFakeProbeTimeout(t *testing.T) {
 	faketest.Run(t, env, func(t *testing.T) {
 		start := time.Now()
 		_, _, err := runCLI(t, "probe", "-timeout", "300ms")
-		if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms (raise -timeout)") ||
+		if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms (raise --timeout)") ||
 			!errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("probe error = %v, want a timeout", err)
 		}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/spf13/pflag"
+
 	"github.com/nccl4go/nccl/cuda"
 )
 
@@ -42,21 +44,28 @@ type gpuInfo struct {
 	Error             string  `json:"error,omitempty"` // the first query that failed
 }
 
-// runInfo is `nccl4go info`: a diagnosis that exits 0 even when NCCL, the
-// driver or every GPU is missing.
-func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("info", "[-json]",
-		"Show the NCCL library and the CUDA driver this program loads, and every visible GPU.\n"+
-			"Where something is missing it says what, and how to fix it.")
-	jsonOut := fs.Bool("json", false, "print one JSON document")
-	if err := fs.parse(args, stdout); err != nil {
-		return err
-	}
-	rep := gatherInfo()
-	if *jsonOut {
-		return writeJSON(stdout, rep)
-	}
-	return printInfo(stdout, rep)
+// infoCommand is `nccl4go info`: a diagnosis that exits 0 even when NCCL,
+// the driver or every GPU is missing.
+var infoCommand = &command{
+	name:     "info",
+	summary:  "show the NCCL library, CUDA driver and GPUs found, or what is missing",
+	synopsis: "[--json]",
+	about: `Show the NCCL library and the CUDA driver this program loads, and every visible GPU.
+Where something is missing it says what, and how to fix it, and still exits 0.`,
+	flags: func(fs *pflag.FlagSet) action {
+		var jsonOut bool
+		boolFlag(fs, &jsonOut, "json", "", "print one JSON document")
+		return func(ctx context.Context, in *invocation) error {
+			if err := noOperands(in.args); err != nil {
+				return err
+			}
+			rep := gatherInfo()
+			if jsonOut {
+				return writeJSON(in.stdout, rep)
+			}
+			return printInfo(in.stdout, rep)
+		}
+	},
 }
 
 // gatherInfo asks the libraries everything they can tell.
