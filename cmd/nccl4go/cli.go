@@ -104,8 +104,8 @@ func exitStatus(err error, stderr io.Writer) int {
 	return exitFailure
 }
 
-// run is the whole program but for exiting: it runs the command args
-// (without the program name) name, help and usage errors included.
+// run is the whole program but for printing the error and exiting: it
+// runs the command that args (without the program name) name, or help.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return dispatch(ctx, []*command{root}, args, stdout, stderr)
 }
@@ -117,7 +117,7 @@ func dispatch(ctx context.Context, path []*command, args []string, stdout, stder
 	c := path[len(path)-1]
 	if len(args) > 0 {
 		if sub := c.sub(args[0]); sub != nil {
-			return dispatch(ctx, append(path, sub), args[1:], stdout, stderr)
+			return dispatch(ctx, append(path[:len(path):len(path)], sub), args[1:], stdout, stderr)
 		}
 		if len(c.subs) > 0 && args[0] == "help" {
 			return help(path, args[1:], stdout)
@@ -167,10 +167,10 @@ func invoke(ctx context.Context, path []*command, args []string, stdout, stderr 
 // (perf -json) gets a reminder.
 func flagError(fs *pflag.FlagSet, line []string, err error, getopt bool) error {
 	msg := err.Error()
+	if !getopt {
+		return usagef("%s", msg)
+	}
 	for _, a := range line {
-		if !getopt {
-			break
-		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
 		if len(a) > 2 && a[0] == '-' && a[1] != '-' && len(name) > 1 && fs.Lookup(name) != nil && strings.Contains(msg, a) {
 			msg += fmt.Sprintf(" (long flags take two dashes: --%s)", name)
@@ -192,14 +192,15 @@ func withHint(path []*command, err error) error {
 
 // help is `nccl4go [GROUP] help [CMD...]`: the help of the command named.
 func help(path []*command, names []string, stdout io.Writer) error {
+	target := path
 	for _, n := range names {
-		sub := path[len(path)-1].sub(n)
+		sub := target[len(target)-1].sub(n)
 		if sub == nil {
 			return withHint(path, usagef("help %s: unknown command", strings.Join(names, " ")))
 		}
-		path = append(path, sub)
+		target = append(target[:len(target):len(target)], sub)
 	}
-	fmt.Fprint(stdout, helpText(path))
+	fmt.Fprint(stdout, helpText(target))
 	return errHelp
 }
 

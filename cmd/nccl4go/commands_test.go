@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func TestCommandDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got) != docGo() {
-		t.Errorf("doc.go is not the command table's; run go test ./cmd/nccl4go -run TestCommandDocs -update\ngot:\n%s\nwant:\n%s", got, docGo())
+		t.Errorf("doc.go is not the command table's (run go test ./cmd/nccl4go -run TestCommandDocs -update): %s", firstDiff(string(got), docGo()))
 	}
 
 	raw, err := os.ReadFile("../../README.md")
@@ -55,7 +56,7 @@ func TestCommandDocs(t *testing.T) {
 		end = start + len(readmeCommands())
 	}
 	if readme[start:end] != readmeCommands() {
-		t.Errorf("README.md's list of commands is not the command table's; run go test ./cmd/nccl4go -run TestCommandDocs -update\ngot:\n%s\nwant:\n%s", readme[start:end], readmeCommands())
+		t.Errorf("README.md's list of commands is not the command table's (run go test ./cmd/nccl4go -run TestCommandDocs -update): %s", firstDiff(readme[start:end], readmeCommands()))
 	}
 	// The layout table's row names every top-level command too.
 	for _, line := range strings.Split(readme, "\n") {
@@ -67,6 +68,24 @@ func TestCommandDocs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// firstDiff shows the first line where got and want differ.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < max(len(g), len(w)); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d is\n\t%q\nwant\n\t%q", i+1, gl, wl)
+		}
+	}
+	return "same lines"
 }
 
 // A list of the table's commands as `nccl4go help` prints them must
@@ -214,5 +233,60 @@ func TestLongFlags(t *testing.T) {
 	if want := "dir -o out --format torch -h"; strings.Join(got, " ") != want {
 		t.Errorf("got %q, want %q", strings.Join(got, " "), want)
 	}
-	_ = strconv.Itoa
+}
+
+// Every nccl4go command line in the README's code blocks names a command
+// of the table and its flags parse (nothing runs).
+func TestREADMECommandLines(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(raw), "```")
+	n := 0
+	for i := 1; i < len(blocks); i += 2 {
+		for _, line := range strings.Split(blocks[i], "\n") {
+			line, _, _ = strings.Cut(line, "#")
+			_, cmd, ok := strings.Cut(line, "nccl4go ")
+			if !ok || strings.HasPrefix(line, "import") || strings.Contains(line, "\"") {
+				continue
+			}
+			args := strings.Fields(cmd)
+			if len(args) == 0 || root.sub(args[0]) == nil {
+				continue
+			}
+			n++
+			if err := parseOnly(args); err != nil {
+				t.Errorf("README: nccl4go %s: %v", cmd, err)
+			}
+		}
+	}
+	if n < 8 {
+		t.Errorf("found %d nccl4go command lines in the README", n)
+	}
+}
+
+// parseOnly finds the command args name and parses its flags, as dispatch
+// does, without running it.
+func parseOnly(args []string) error {
+	path := []*command{root}
+	for len(args) > 0 {
+		sub := path[len(path)-1].sub(args[0])
+		if sub == nil {
+			break
+		}
+		path, args = append(path, sub), args[1:]
+	}
+	c := path[len(path)-1]
+	if c.flags == nil {
+		return fmt.Errorf("%s is a group", fullName(path))
+	}
+	fs := pflag.NewFlagSet("", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SetInterspersed(!c.flagsFirst)
+	c.flags(fs)
+	if !c.getopt {
+		args = longFlags(fs, args, !c.flagsFirst)
+	}
+	return fs.Parse(args)
 }

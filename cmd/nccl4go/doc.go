@@ -18,7 +18,7 @@
 //	    say where the ranks' dumps disagree, who is behind and what each rank did last
 //	nccl4go trace export [--format torch] -o DIR [--prefix P] DUMP|DIR...
 //	    convert the ranks' dumps for PyTorch's flight-recorder analyzer
-//	nccl4go run -n N [flags] PROGRAM [ARGS...]
+//	nccl4go run [-n N] [flags] PROGRAM [ARGS...]
 //	    start N ranks of a program on this machine, torchrun-style, and supervise them
 //
 // 'nccl4go help COMMAND' and 'nccl4go COMMAND -h' show a command's flags. Long flags

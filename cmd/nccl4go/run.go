@@ -27,7 +27,7 @@ import (
 var runCommand = &command{
 	name:       "run",
 	summary:    "start N ranks of a program on this machine, torchrun-style, and supervise them",
-	synopsis:   "-n N [flags] PROGRAM [ARGS...]",
+	synopsis:   "[-n N] [flags] PROGRAM [ARGS...]",
 	about:      runAbout,
 	flagsFirst: true,
 	ownSignals: true,

@@ -57,10 +57,7 @@ func runTraceAnalyze(ctx context.Context, args []string, jsonOut bool, stdout, s
 	}
 	var skipped []string
 	dumps, err := readDumps(ctx, paths, func(path string, err error) {
-		why := err.Error()
-		if de := (*trace.DumpError)(nil); errors.As(err, &de) {
-			why = de.Err.Error()
-		}
+		why := skipReason(err)
 		fmt.Fprintf(stderr, "nccl4go trace analyze: skipping %s: %s\n", path, why)
 		skipped = append(skipped, fmt.Sprintf("skipped %s, which cannot be read: %s", path, why))
 	})
@@ -76,6 +73,15 @@ func runTraceAnalyze(ctx context.Context, args []string, jsonOut bool, stdout, s
 		return writeJSON(stdout, rep)
 	}
 	return rep.WriteText(stdout)
+}
+
+// skipReason is why a dump found in a directory is skipped: the reading
+// error without the path, which the message names already.
+func skipReason(err error) string {
+	if de := (*trace.DumpError)(nil); errors.As(err, &de) {
+		return de.Err.Error()
+	}
+	return err.Error()
 }
 
 // dumpPath is a dump to read: named on the command line, or found in a

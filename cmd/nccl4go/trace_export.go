@@ -51,7 +51,7 @@ func runTraceExport(ctx context.Context, args []string, out, prefix string, stdo
 	// As trace analyze does: a bad dump found in a directory is skipped and
 	// named; the others are exported.
 	dumps, err := readDumps(ctx, paths, func(path string, err error) {
-		fmt.Fprintf(stderr, "trace export: skipping %s: %v\n", path, err)
+		fmt.Fprintf(stderr, "nccl4go trace export: skipping %s: %s\n", path, skipReason(err))
 	})
 	if err != nil {
 		return err
