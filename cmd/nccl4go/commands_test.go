@@ -132,7 +132,9 @@ func TestHelpIsTheTable(t *testing.T) {
 	}
 }
 
-// Every exit status of the table, produced by nccl4go's own main path.
+// Every exit status of the table, produced by nccl4go's own main path (run
+// interrupted by a signal, 128+N: TestRunForwardsTheSignalReceived and
+// TestRunStdoutReaderGone).
 func TestExitStatuses(t *testing.T) {
 	requireSh(t)
 	dir := t.TempDir()
@@ -226,6 +228,11 @@ func TestLongFlags(t *testing.T) {
 	got = longFlags(fs, strings.Fields("-n 2 prog -json -n 3"), false)
 	if want := "-n 2 prog -json -n 3"; strings.Join(got, " ") != want {
 		t.Errorf("PROGRAM's arguments: got %q, want %q", strings.Join(got, " "), want)
+	}
+	// As watchdog/testdata/gpu-faults.sh and examples/recover run it.
+	got = longFlags(fs, strings.Fields("-n 3 -hostid-per-rank ./recover -timeout 5s -dumps /tmp/d"), false)
+	if want := "-n 3 --hostid-per-rank ./recover -timeout 5s -dumps /tmp/d"; strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %q", strings.Join(got, " "), want)
 	}
 	fs = pflag.NewFlagSet("", pflag.ContinueOnError)
 	traceExportCommand.flags(fs)

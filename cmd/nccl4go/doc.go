@@ -32,8 +32,8 @@
 //
 // # Exit status
 //
-//   - 0: success; also info when NCCL, the driver or a GPU is missing (it is a diagnosis), and help
-//   - 1: the command failed (probe without NCCL or a GPU, perf with wrong results, unreadable dumps): the error is on stderr
-//   - 2: a bad command line: one line saying what is wrong, then where to read the usage
-//   - N: run: the status of the first rank that failed, 128+N for a rank killed by signal N, 127 for a program that cannot be started, 128+N when run itself was interrupted by signal N (141: its stdout was closed) and every rank exited 0
+//   - 0: success; help; info's diagnosis, also when NCCL, the driver or a GPU is missing
+//   - 1: the command failed, and says why on stderr (probe without NCCL or a GPU, perf with wrong results, a dump that cannot be read)
+//   - 2: a bad command line: one line says what is wrong, the next where to read the usage
+//   - N: run: the status of the first rank that failed (128+N: killed by signal N; 127: the program cannot be started); 128+N when run itself was interrupted by signal N and every rank exited 0 (141: its stdout was closed)
 package main
