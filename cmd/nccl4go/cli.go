@@ -251,6 +251,10 @@ func longFlags(fs *pflag.FlagSet, args []string, interspersed bool) []string {
 		}
 		long := strings.HasPrefix(a, "--")
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == "" { // "-=", "---": pflag's to refuse
+			out = append(out, a)
+			continue
+		}
 		f := fs.Lookup(name)
 		if !long && name != "h" && (len(name) > 1 || (f != nil && fs.ShorthandLookup(name) == nil)) {
 			a = "-" + a

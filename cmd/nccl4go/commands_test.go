@@ -297,3 +297,18 @@ func parseOnly(args []string) error {
 	}
 	return fs.Parse(args)
 }
+
+// No command line panics in the parsing of any command's flags (a "-="
+// did, in longFlags). Only the parsing runs: no action.
+func FuzzCommandLine(f *testing.F) {
+	for _, a := range []string{"-", "--", "-=", "--=", "-=x", "---x", "-h=1", "--help=x", "-json=", "-n=", "-n", "-o", "-env", "-b8", "-vx"} {
+		f.Add(a, "x")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		for _, e := range listed([]*command{root}) {
+			args := append(strings.Fields(e.name), a, b)
+			parseOnly(args) // an error is fine; a panic fails
+			parseOnly(append(strings.Fields(e.name), b, a))
+		}
+	})
+}
