@@ -312,3 +312,17 @@ func FuzzCommandLine(f *testing.F) {
 		}
 	})
 }
+
+// The README quotes perf's usage hint as perf prints it.
+func TestREADMEQuotesHint(t *testing.T) {
+	var errb bytes.Buffer
+	mainExit([]string{"perf", "all_reduce", "-b", "12X"}, &bytes.Buffer{}, &errb)
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hint := lines[len(lines)-1]; !strings.Contains(string(raw), "`"+hint+"`") {
+		t.Errorf("README does not quote perf's hint %q", hint)
+	}
+}
