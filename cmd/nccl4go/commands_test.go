@@ -229,6 +229,12 @@ func TestLongFlags(t *testing.T) {
 	if want := "-n 2 prog -json -n 3"; strings.Join(got, " ") != want {
 		t.Errorf("PROGRAM's arguments: got %q, want %q", strings.Join(got, " "), want)
 	}
+	// The command lines of gpu_test.go, which only a GPU machine runs.
+	for _, line := range []string{"info -json", "probe -devices 0", "probe -json"} {
+		if err := parseOnly(strings.Fields(line)); err != nil {
+			t.Errorf("%s: %v", line, err)
+		}
+	}
 	// As watchdog/testdata/gpu-faults.sh and examples/recover run it.
 	got = longFlags(fs, strings.Fields("-n 3 -hostid-per-rank ./recover -timeout 5s -dumps /tmp/d"), false)
 	if want := "-n 3 --hostid-per-rank ./recover -timeout 5s -dumps /tmp/d"; strings.Join(got, " ") != want {
