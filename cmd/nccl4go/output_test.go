@@ -201,6 +201,9 @@ func TestPrintInfoProblems(t *testing.T) {
 }
 
 func TestExplain(t *testing.T) {
+	saved := cannotLoadC
+	defer func() { cannotLoadC = saved }()
+	cannotLoadC = false // the path of a build that loads libraries, whatever this one is
 	notFound := fmt.Errorf("%w: tried /a/libnccl.so.2 (/a/libnccl.so.2: cannot open shared object file); "+
 		"install NCCL (libnccl2), then set NCCL_LIBRARY to its libnccl.so.2 or call nccl.Load(path)", nccl.ErrLibraryNotFound)
 	p := explainNCCL(notFound)
@@ -230,14 +233,12 @@ func TestExplain(t *testing.T) {
 	}
 	noCgo := fmt.Errorf("%w: tried libnccl.so.2 (nccl4go was built without cgo (CGO_ENABLED=0) or not for Linux: "+
 		"it cannot load C libraries); install NCCL", nccl.ErrLibraryNotFound)
-	saved := cannotLoadC
 	cannotLoadC = true // the path of a build without cgo
 	for _, p := range []*problem{explainNCCL(noCgo), explainCUDA(noCgo), explainGPUs(noCgo)} {
 		if !strings.Contains(p.Reason, "cannot be loaded: tried libnccl.so.2 (nccl4go was built without cgo") || p.Fix != rebuild {
 			t.Errorf("without cgo: %+v", p)
 		}
 	}
-	cannotLoadC = saved
 	if got := tried(errors.New("no pattern")); got != "no pattern" {
 		t.Errorf("tried fallback = %q", got)
 	}
