@@ -4,6 +4,7 @@ go 1.24.0
 
 require (
 	github.com/jedib0t/go-pretty/v6 v6.9.2
+	github.com/spf13/pflag v1.1.0
 	github.com/x448/float16 v0.8.4
 	golang.org/x/term v0.40.0
 	gonum.org/v1/plot v0.17.0
@@ -18,7 +19,6 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/mattn/go-runewidth v0.0.16 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
-	github.com/spf13/pflag v1.1.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sys v0.41.0 // indirect
 	golang.org/x/text v0.28.0 // indirect

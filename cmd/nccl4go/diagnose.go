@@ -86,15 +86,17 @@ func countGPUs() (int, *problem) {
 // rebuild is the fix when this binary cannot load C libraries at all.
 const rebuild = "rebuild nccl4go with cgo on Linux: CGO_ENABLED=1 and a C compiler (gcc or clang)"
 
-// withoutCgo reports whether err says the binary was built without cgo
-// (internal/capi's stub), where installing a library would not help.
-func withoutCgo(err error) bool { return strings.Contains(err.Error(), "built without cgo") }
+// cannotLoadC is true in a build that cannot load C libraries (no cgo, or
+// not Linux), where the fix of every load failure is a rebuild; known from
+// the build (cgo_linux.go, cgo_other.go), never from an error's text. A
+// variable so that tests take the other build's path.
+var cannotLoadC = !loadsCLibraries
 
 // explainNCCL turns a failure to load NCCL into a problem.
 func explainNCCL(err error) *problem {
 	var ue *nccl.UnsupportedError
 	switch {
-	case withoutCgo(err):
+	case cannotLoadC:
 		return &problem{Reason: "cannot be loaded: " + tried(err), Fix: rebuild}
 	case errors.Is(err, nccl.ErrLibraryNotFound):
 		return &problem{
@@ -113,7 +115,7 @@ func explainNCCL(err error) *problem {
 
 // explainCUDA turns a failure to load the CUDA driver into a problem.
 func explainCUDA(err error) *problem {
-	if withoutCgo(err) {
+	if cannotLoadC {
 		return &problem{Reason: "cannot be loaded: " + tried(err), Fix: rebuild}
 	}
 	if errors.Is(err, cuda.ErrLibraryNotFound) {
@@ -128,7 +130,7 @@ func explainCUDA(err error) *problem {
 // explainGPUs says why no GPU can be used.
 func explainGPUs(err error) *problem {
 	switch {
-	case withoutCgo(err):
+	case cannotLoadC:
 		return &problem{Reason: "no GPU: the CUDA driver cannot be loaded: " + tried(err), Fix: rebuild}
 	case errors.Is(err, cuda.ErrLibraryNotFound):
 		return &problem{Reason: "no GPU: the CUDA driver was not found: " + tried(err), Fix: explainCUDA(err).Fix}

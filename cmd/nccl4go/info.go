@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/spf13/pflag"
+
 	"github.com/nccl4go/nccl/cuda"
 )
 
@@ -43,28 +45,35 @@ type gpuInfo struct {
 	Error             string  `json:"error,omitempty"` // the first query that failed
 }
 
-// runInfo is `nccl4go info`: a diagnosis that exits 0 even when NCCL, the
-// driver or every GPU is missing.
-func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("info", "[-json] [-params]",
-		"Show the NCCL library and the CUDA driver this program loads, and every visible GPU.\n"+
-			"Where something is missing it says what, and how to fix it.")
-	jsonOut := fs.Bool("json", false, "print one JSON document")
-	params := fs.Bool("params", false, "also list NCCL's parameters and their values (NCCL 2.30.3 or later)")
-	if err := fs.parse(args, stdout); err != nil {
-		return err
-	}
-	rep := gatherInfo()
-	if *params {
-		rep.Params = gatherParams(rep.NCCL.Problem == nil)
-	}
-	if *jsonOut {
-		return writeJSON(stdout, rep)
-	}
-	if err := printInfo(stdout, rep); err != nil {
-		return err
-	}
-	return printParams(stdout, rep.Params)
+// infoCommand is `nccl4go info`: a diagnosis that exits 0 even when NCCL,
+// the driver or every GPU is missing.
+var infoCommand = &command{
+	name:     "info",
+	summary:  "show the NCCL library, CUDA driver and GPUs found, or what is missing",
+	synopsis: "[--json] [--params]",
+	about: `Show the NCCL library and the CUDA driver this program loads, and every visible GPU.
+Where something is missing it says what, and how to fix it, and still exits 0.`,
+	flags: func(fs *pflag.FlagSet) action {
+		var jsonOut, params bool
+		boolFlag(fs, &jsonOut, "json", "", "print one JSON document")
+		boolFlag(fs, &params, "params", "", "also list NCCL's parameters and their values (NCCL 2.30.3 or later)")
+		return func(ctx context.Context, in *invocation) error {
+			if err := noOperands(in.args); err != nil {
+				return err
+			}
+			rep := gatherInfo()
+			if params {
+				rep.Params = gatherParams(rep.NCCL.Problem == nil)
+			}
+			if jsonOut {
+				return writeJSON(in.stdout, rep)
+			}
+			if err := printInfo(in.stdout, rep); err != nil {
+				return err
+			}
+			return printParams(in.stdout, rep.Params)
+		}
+	},
 }
 
 // gatherInfo asks the libraries everything they can tell.

@@ -201,6 +201,9 @@ func TestPrintInfoProblems(t *testing.T) {
 }
 
 func TestExplain(t *testing.T) {
+	saved := cannotLoadC
+	defer func() { cannotLoadC = saved }()
+	cannotLoadC = false // the path of a build that loads libraries, whatever this one is
 	notFound := fmt.Errorf("%w: tried /a/libnccl.so.2 (/a/libnccl.so.2: cannot open shared object file); "+
 		"install NCCL (libnccl2), then set NCCL_LIBRARY to its libnccl.so.2 or call nccl.Load(path)", nccl.ErrLibraryNotFound)
 	p := explainNCCL(notFound)
@@ -230,6 +233,7 @@ func TestExplain(t *testing.T) {
 	}
 	noCgo := fmt.Errorf("%w: tried libnccl.so.2 (nccl4go was built without cgo (CGO_ENABLED=0) or not for Linux: "+
 		"it cannot load C libraries); install NCCL", nccl.ErrLibraryNotFound)
+	cannotLoadC = true // the path of a build without cgo
 	for _, p := range []*problem{explainNCCL(noCgo), explainCUDA(noCgo), explainGPUs(noCgo)} {
 		if !strings.Contains(p.Reason, "cannot be loaded: tried libnccl.so.2 (nccl4go was built without cgo") || p.Fix != rebuild {
 			t.Errorf("without cgo: %+v", p)
@@ -237,6 +241,28 @@ func TestExplain(t *testing.T) {
 	}
 	if got := tried(errors.New("no pattern")); got != "no pattern" {
 		t.Errorf("tried fallback = %q", got)
+	}
+}
+
+// Whether this build can load C libraries is known from the build, not
+// read from an error's text: a library path that happens to say "built
+// without cgo" gets the fix of a missing library, not a rebuild (it got
+// "rebuild nccl4go with cgo").
+func TestExplainNoCgoFromBuildNotText(t *testing.T) {
+	if !loadsCLibraries {
+		t.Skip("this build cannot load C libraries: every load failure's fix is a rebuild")
+	}
+	err := fmt.Errorf("%w: tried /opt/built without cgo/libnccl.so.2 (/opt/built without cgo/libnccl.so.2: "+
+		"cannot open shared object file)", nccl.ErrLibraryNotFound)
+	if p := explainNCCL(err); p.Fix == rebuild || !strings.Contains(p.Fix, "NCCL_LIBRARY=") {
+		t.Errorf("explainNCCL = %+v, want the missing library's fix", p)
+	}
+	cerr := fmt.Errorf("%w: tried /opt/built without cgo/libcuda.so.1 (nope)", cuda.ErrLibraryNotFound)
+	if p := explainCUDA(cerr); p.Fix == rebuild {
+		t.Errorf("explainCUDA = %+v, want the missing driver's fix", p)
+	}
+	if p := explainGPUs(cerr); p.Fix == rebuild {
+		t.Errorf("explainGPUs = %+v, want the missing driver's fix", p)
 	}
 }
 

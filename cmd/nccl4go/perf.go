@@ -10,26 +10,40 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/perf"
 	"github.com/nccl4go/nccl/rendezvous"
 )
 
-// runPerf is `nccl4go perf`.
-func runPerf(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "compare":
-			return runPerfCompare(ctx, args[1:], stdout, stderr)
-		case "analyze":
-			return runPerfAnalyze(ctx, args[1:], stdout, stderr)
+// perfCommand is `nccl4go perf TEST`, with compare and analyze below it.
+var perfCommand = &command{
+	name:     "perf",
+	summary:  "measure bandwidth and latency as nccl-tests does: same flags, same table",
+	synopsis: "TEST [flags]",
+	about: fmt.Sprintf(`TEST:  %s, or all
+TYPE:  %s
+Flags are nccl-tests', read as its getopt reads them: -b8, -b 8, --minbytes=8, before or
+after TEST.`, strings.Join(perf.Tests(), " "), strings.Join(perf.TypeNames(), " ")),
+	getopt: true,
+	flags: func(fs *pflag.FlagSet) action {
+		p := bindPerfFlags(fs)
+		return func(ctx context.Context, in *invocation) error {
+			tests, err := p.operands(in.line, in.args)
+			if err != nil {
+				return err
+			}
+			return runPerf(ctx, p, tests, in.stdout, in.stderr)
 		}
-	}
-	p := newPerfFlags()
-	tests, err := p.parse(args, stdout)
-	if err != nil {
-		return err
-	}
+	},
+	flagHelp: writePerfFlags,
+	subs:     []*command{perfCompareCommand, perfAnalyzeCommand},
+}
+
+// runPerf runs tests as p says.
+func runPerf(ctx context.Context, p *perfFlags, tests []string, stdout, stderr io.Writer) error {
+	var err error
 	if p.rootAll {
 		fmt.Fprintf(stderr, "nccl4go perf: note: -r all is root 0, as nccl-tests reads it; -r -1 runs every root\n")
 	}

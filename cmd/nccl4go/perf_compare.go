@@ -3,56 +3,47 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/nccl4go/nccl/perf"
 )
 
-const perfCompareUsage = `Usage: nccl4go perf compare A.json B.json... [flags]
-
-Compare runs saved with -J (by nccl4go perf or by nccl-tests itself): for each run after
+// perfCompareCommand is `nccl4go perf compare`.
+var perfCompareCommand = &command{
+	name:     "compare",
+	summary:  "compare runs saved with -J (nccl4go's or nccl-tests'), size by size",
+	synopsis: "A.json B.json... [flags]",
+	about: `Compare runs saved with -J (by nccl4go perf or by nccl-tests itself): for each run after
 the first, its times and bus bandwidths beside the first's and their ratio, size by size,
-then the largest time ratio from --from up; with --plot, every run's curves in one picture.
-
-Flags:
-`
-
-// runPerfCompare is `nccl4go perf compare`.
-func runPerfCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("perf compare", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	fs.SortFlags = false
-	plotOut := fs.String("plot", "", "draw every run into this `file` (.png or .svg)")
-	from := fs.String("from", "1M", "report the largest time ratio from this `size` up")
-	jsonOut := fs.Bool("json", false, "print the ratios as JSON")
-	hint := func(format string, a ...any) error {
-		return hintedUsageError("Run 'nccl4go perf compare -h' for the flags.", format, a...)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			fmt.Fprint(stdout, perfCompareUsage+fs.FlagUsages())
-			return flag.ErrHelp
+then the largest time ratio from --from up; with --plot, every run's curves in one picture.`,
+	getopt: true,
+	flags: func(fs *pflag.FlagSet) action {
+		plotOut := fs.String("plot", "", "draw every run into this `file` (.png or .svg)")
+		from := fs.String("from", "1M", "report the largest time ratio from this `size` up")
+		var jsonOut bool
+		boolFlag(fs, &jsonOut, "json", "", "print the ratios as JSON")
+		return func(ctx context.Context, in *invocation) error {
+			return runPerfCompare(in.args, *plotOut, *from, jsonOut, in.stdout)
 		}
-		return hint("perf compare: %v", err)
-	}
-	files := fs.Args()
+	},
+}
+
+// runPerfCompare compares the JSON files.
+func runPerfCompare(files []string, plotOut, from string, jsonOut bool, stdout io.Writer) error {
 	if len(files) < 2 {
-		return hint("perf compare: need at least two JSON files, got %d", len(files))
+		return usagef("need at least two JSON files, got %d", len(files))
 	}
-	minSize, err := perf.ParseSize(*from)
+	minSize, err := perf.ParseSize(from)
 	if err != nil {
-		return hint("perf compare: --from: %v", err)
+		return usagef("--from: %v", err)
 	}
-	if *plotOut != "" {
-		if _, err := perf.PlotFormat(*plotOut); err != nil {
-			return hint("%v", err)
+	if plotOut != "" {
+		if _, err := perf.PlotFormat(plotOut); err != nil {
+			return usagef("%s", strings.TrimPrefix(err.Error(), "perf: "))
 		}
 	}
 	var series []*perf.Series
@@ -63,7 +54,7 @@ func runPerfCompare(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		series = append(series, s)
 	}
-	if *jsonOut {
+	if jsonOut {
 		out := []compareJSON{}
 		for _, s := range series[1:] {
 			c := compareJSON{A: series[0].Name, B: s.Name, Rows: []ratioJSON{}}
@@ -83,8 +74,8 @@ func runPerfCompare(ctx context.Context, args []string, stdout, stderr io.Writer
 	} else if err := perf.WriteComparison(stdout, minSize, series...); err != nil {
 		return err
 	}
-	if *plotOut != "" {
-		return perf.PlotFile(*plotOut, "", series...)
+	if plotOut != "" {
+		return perf.PlotFile(plotOut, "", series...)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,22 +13,6 @@ import (
 
 	"github.com/nccl4go/nccl/perf"
 )
-
-// perfHint ends every usage error of nccl4go perf: the error stays on
-// screen instead of scrolling away above the whole help.
-const perfHint = "Run 'nccl4go perf -h' for the flags."
-
-// perfUsageError is a bad perf command line: the one-line error, then the
-// hint.
-func perfUsageError(format string, args ...any) error {
-	return hintedUsageError(perfHint, format, args...)
-}
-
-// hintedUsageError is a bad command line whose help is the one line hint
-// (perf and its subcommands), not the whole flag list.
-func hintedUsageError(hint, format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...), usage: func(w io.Writer) { fmt.Fprintln(w, hint) }}
-}
 
 // sizeFlag is a byte count as nccl-tests' parsesize reads it.
 type sizeFlag struct{ v *uint64 }
@@ -131,18 +114,9 @@ func (r rootFlag) Set(s string) error {
 	return r.cInt.Set(s)
 }
 
-// pflagValue adapts a stdlib flag.Value (the -devices list) to pflag.
-type pflagValue struct {
-	flag.Value
-	typ string
-}
-
-func (p pflagValue) Type() string { return p.typ }
-
 // perfFlags are the command line of nccl4go perf.
 type perfFlags struct {
 	fs          *pflag.FlagSet
-	groups      []flagGroup
 	o           perf.Options
 	threads     int
 	timeout     int
@@ -166,31 +140,36 @@ type perfFlags struct {
 	progress    string
 	initTimeout time.Duration
 	rootAll     bool     // -r was given a word ("all"): nccl-tests reads it as 0
-	args        []string // the command line, for the JSON file
+	args        []string // the command line after perf, for the JSON file
 	operand     string   // TEST as given
 }
 
-// flagGroup is one heading of perf -h and the flags under it.
-type flagGroup struct {
-	title string
-	names []string
-}
+// perfGroup is the annotation of a perf flag naming its heading in perf -h;
+// a flag without one is not shown.
+const perfGroup = "perf-group"
 
+// newPerfFlags is perf's command line on a flag set of its own (tests).
 func newPerfFlags() *perfFlags {
-	p := &perfFlags{o: perf.DefaultOptions(""), threads: 1, devCTAs: 16}
 	fs := pflag.NewFlagSet("perf", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.SortFlags = false
-	fs.SetInterspersed(true)
+	return bindPerfFlags(fs)
+}
+
+// bindPerfFlags defines perf's flags on fs, each under its heading of
+// perf -h.
+func bindPerfFlags(fs *pflag.FlagSet) *perfFlags {
+	p := &perfFlags{o: perf.DefaultOptions(""), threads: 1, devCTAs: 16}
 	p.fs = fs
 	o := &p.o
-	var group *flagGroup
-	begin := func(title string) {
-		p.groups = append(p.groups, flagGroup{title: title})
-		group = &p.groups[len(p.groups)-1]
+	group := ""
+	begin := func(title string) { group = title }
+	add := func(name string) {
+		if group != "" {
+			fs.SetAnnotation(name, perfGroup, []string{group})
+		}
 	}
-	add := func(name string) { group.names = append(group.names, name) }
 	intv := func(v *int, short, long, usage string) {
 		fs.VarP(cInt{v}, long, short, usage)
 		add(long)
@@ -236,13 +215,13 @@ func newPerfFlags() *perfFlags {
 	intv(&p.unalign, "u", "unalign", "misalign the buffers by `N` elements")
 	intv(&p.cta, "x", "cta_policy", "the communicators' NCCL CTA policy `FLAGS`: 1 efficiency, 2 zero, 3 both (0: NCCL's)")
 	intv(&p.mem, "M", "memory", "1: report the GPU memory used (init, buffers, collectives)")
-	fs.BoolVar(&p.o.Ceiling, "ceiling", false, "measure each row's limit where known (one rank: a device memcpy of the same bytes)")
+	boolFlag(fs, &p.o.Ceiling, "ceiling", "", "measure each row's limit where known (one rank: a device memcpy of the same bytes)")
 	add("ceiling")
 
 	begin("Ranks (under nccl4go run, mpirun, srun or torchrun each process is one rank)")
 	intv(&o.GPUs, "g", "ngpus", "GPUs (ranks) each thread drives")
 	intv(&p.threads, "t", "nthreads", "threads of this process, each on an OS thread of its own")
-	fs.Var(pflagValue{&p.devices, "list"}, "devices", "CUDA devices, one rank each: 0,1,1 (may repeat; replaces -g)")
+	fs.Var(&p.devices, "devices", "CUDA devices, one rank each: 0,1,1 (may repeat; replaces -g)")
 	add("devices")
 	fs.DurationVar(&p.initTimeout, "init-timeout", 5*time.Minute, "give up joining the job after `DUR`")
 	add("init-timeout")
@@ -253,7 +232,7 @@ func newPerfFlags() *perfFlags {
 	add("csv")
 	fs.StringVar(&p.plotOut, "plot", "", "draw bandwidth and time against size into `FILE` (.png, .svg)")
 	add("plot")
-	fs.BoolVar(&p.summary, "json", false, "print a JSON summary for scripts instead of the table")
+	boolFlag(fs, &p.summary, "json", "", "print a JSON summary for scripts instead of the table")
 	add("json")
 	fs.StringVar(&p.progress, "progress", "auto", "progress bar on stderr: `auto`, always or never")
 	add("progress")
@@ -269,7 +248,6 @@ func newPerfFlags() *perfFlags {
 	hidden(&p.pinit, "p", "parallel_init")
 	hidden(&p.devImpl, "D", "device_implementation")
 	hidden(&p.devCTAs, "V", "device_cta_count")
-	p.groups = p.groups[:len(p.groups)-1]
 	return p
 }
 
@@ -321,42 +299,40 @@ func (cUint) Type() string { return "uint" }
 // feature's reason.
 var perfAccepted = map[string]int{"-p": 0, "-D": 0, "-V": 16}
 
-// usage writes perf -h: short and grouped.
-func (p *perfFlags) usage(w io.Writer) {
-	fmt.Fprintf(w, `Usage: nccl4go perf TEST [flags]          measure as nccl-tests' TEST_perf does
-       nccl4go perf compare A.json B.json... compare saved runs (ours or nccl-tests')
-       nccl4go perf analyze FILE.json...     stragglers, spikes and warm-up of runs
-
-TEST:  %s, or all
-TYPE:  %s
-Flags are nccl-tests', read as its getopt reads them: -b8, -b 8, --minbytes=8, before or
-after TEST.
-`, strings.Join(perf.Tests(), " "), strings.Join(perf.TypeNames(), " "))
-	for _, g := range p.groups {
-		fmt.Fprintf(w, "\n%s:\n", g.title)
-		for _, n := range g.names {
-			f := p.fs.Lookup(n)
-			name, usage := pflag.UnquoteUsage(f)
-			switch name {
-			case "int", "uint", "string":
-				name = "N"
-			case "list":
-				name = "LIST"
-			}
-			left := "    --" + f.Name + " " + name
-			if f.Shorthand != "" {
-				left = "-" + f.Shorthand + ", --" + f.Name + " " + name
-			}
-			left = strings.TrimSpace(left)
-			if f.Shorthand == "" {
-				left = "    " + left
-			}
-			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.Value.Type() != "list" {
-				usage += " (default " + f.DefValue + ")"
-			}
-			fmt.Fprintf(w, "  %-26s %s\n", left, usage)
+// writePerfFlags writes perf -h's flags: grouped by heading, -b and
+// --minbytes on one line, then what nccl4go perf does not do.
+func writePerfFlags(w io.Writer, fs *pflag.FlagSet) {
+	title := ""
+	fs.VisitAll(func(f *pflag.Flag) {
+		g := f.Annotations[perfGroup]
+		if len(g) == 0 {
+			return
 		}
-	}
+		if g[0] != title {
+			if title != "" {
+				fmt.Fprintln(w)
+			}
+			title = g[0]
+			fmt.Fprintf(w, "%s:\n", title)
+		}
+		name, usage := pflag.UnquoteUsage(f)
+		switch name {
+		case "int", "uint", "string":
+			name = "N"
+		case "list":
+			name = "LIST"
+		case "bool":
+			name = ""
+		}
+		left := "    --" + f.Name + " " + name
+		if f.Shorthand != "" {
+			left = "-" + f.Shorthand + ", --" + f.Name + " " + name
+		}
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.Value.Type() != "list" {
+			usage += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(w, "  %-26s %s\n", strings.TrimRight(left, " "), usage)
+	})
 	fmt.Fprintf(w, "\nNot supported (nccl-tests 2.19.6 has them; flags are accepted at their defaults):\n")
 	for _, u := range perf.Unsupported {
 		what := u.Name
@@ -367,29 +343,29 @@ after TEST.
 	}
 }
 
-// parse reads args: TEST anywhere among the flags.
+// parse reads args as the dispatcher does (tests): TEST anywhere among
+// the flags.
 func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err error) {
 	if err := p.fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			p.usage(stdout)
-			return nil, flag.ErrHelp
+			fmt.Fprint(stdout, helpText([]*command{root, perfCommand}))
+			return nil, errHelp
 		}
-		msg := "perf: " + err.Error()
-		for _, a := range args {
-			name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
-			if len(a) > 2 && a[0] == '-' && a[1] != '-' && len(name) > 1 && p.fs.Lookup(name) != nil && strings.Contains(err.Error(), a) {
-				msg += fmt.Sprintf(" (long flags take two dashes: --%s)", name)
-			}
-		}
-		return nil, perfUsageError("%s", msg)
+		return nil, withHint([]*command{root, perfCommand}, flagError(p.fs, args, err, true))
 	}
+	tests, err = p.operands(args, p.fs.Args())
+	return tests, withHint([]*command{root, perfCommand}, err)
+}
+
+// operands checks the command line once its flags are parsed: args as
+// given, rest the operands (TEST).
+func (p *perfFlags) operands(args, rest []string) (tests []string, err error) {
 	p.args = args
-	rest := p.fs.Args()
 	if len(rest) == 0 {
-		return nil, perfUsageError("perf: no TEST given (one of %s, or all)", strings.Join(perf.Tests(), ", "))
+		return nil, usagef("no TEST given (one of %s, or all)", strings.Join(perf.Tests(), ", "))
 	}
 	if len(rest) > 1 {
-		return nil, perfUsageError("perf: unexpected argument %q after TEST %q", rest[1], rest[0])
+		return nil, usagef("unexpected argument %q after TEST %q", rest[1], rest[0])
 	}
 	p.operand = rest[0]
 	test := strings.TrimSuffix(rest[0], "_perf")
@@ -401,21 +377,21 @@ func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err 
 	values := map[string]int{"-p": p.pinit, "-D": p.devImpl, "-V": p.devCTAs}
 	for _, u := range perf.Unsupported {
 		if v, ok := values[u.Flag]; ok && v != perfAccepted[u.Flag] {
-			return nil, perfUsageError("perf: %s %d: %s", u.Flag, v, u.Reason)
+			return nil, usagef("%s %d: %s", u.Flag, v, u.Reason)
 		}
 	}
 	switch {
 	case p.periter != 0 && p.periter != 1:
-		return nil, perfUsageError("perf: -I %d: 0 (off) or 1 (on)", p.periter)
+		return nil, usagef("-I %d: 0 (off) or 1 (on)", p.periter)
 	case p.timeout < 0:
-		return nil, perfUsageError("perf: -T %d: negative", p.timeout)
+		return nil, usagef("-T %d: negative", p.timeout)
 	case p.o.Graph > 0 && p.o.Blocking != 0:
-		return nil, perfUsageError("perf: -G %d: CUDA graphs and blocking modes (-z) do not mix: a capture cannot wait for its stream", p.o.Graph)
+		return nil, usagef("-G %d: CUDA graphs and blocking modes (-z) do not mix: a capture cannot wait for its stream", p.o.Graph)
 	}
 	switch p.progress {
 	case "auto", "always", "never":
 	default:
-		return nil, perfUsageError("perf: --progress %q: auto, always or never", p.progress)
+		return nil, usagef("--progress %q: auto, always or never", p.progress)
 	}
 	p.o.PerIterTiming = p.periter == 1
 	p.o.PerIterSkip = p.periterSkip
@@ -428,7 +404,7 @@ func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err 
 	if v := os.Getenv("NCCL_TESTS_ALLTOALLV_SPREAD"); v != "" {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil {
-			return nil, perfUsageError("perf: NCCL_TESTS_ALLTOALLV_SPREAD=%q: a number from 0 to 1", v)
+			return nil, usagef("NCCL_TESTS_ALLTOALLV_SPREAD=%q: a number from 0 to 1", v)
 		}
 		p.o.AlltoallvSpread = &f
 	}
@@ -441,14 +417,14 @@ func (p *perfFlags) parse(args []string, stdout io.Writer) (tests []string, err 
 	}
 	if p.plotOut != "" {
 		if _, err := perf.PlotFormat(p.plotOut); err != nil {
-			return nil, perfUsageError("%v", err)
+			return nil, usagef("%s", strings.TrimPrefix(err.Error(), "perf: "))
 		}
 	}
 	for _, t := range tests {
 		o := p.o
 		o.Test = t
 		if err := o.Validate(); err != nil {
-			return nil, perfUsageError("%v", err)
+			return nil, usagef("%s", strings.TrimPrefix(err.Error(), "perf: "))
 		}
 	}
 	return tests, nil

@@ -62,7 +62,7 @@ func TestFakePerfJSONInterrupted(t *testing.T) {
 		}()
 		var out, errb bytes.Buffer
 		err := run(ctx, []string{"perf", "all_reduce", "-b", "8", "-e", "64", "-f", "2", "-n", "1", "-N", "0", "-J", js}, &out, &errb)
-		skipWithoutCgo(t, out.String(), errb.String(), err.Error())
+		skipWithoutCgo(t)
 		if <-gaveUp {
 			t.Fatalf("the JSON file never held three rows while the run went on")
 		}

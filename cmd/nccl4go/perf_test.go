@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -67,7 +66,7 @@ func TestPerfFlags(t *testing.T) {
 	}
 	p = newPerfFlags()
 	var help bytes.Buffer
-	if _, err := p.parse([]string{"-h"}, &help); err != flag.ErrHelp || !strings.Contains(help.String(), "--stepfactor") {
+	if _, err := p.parse([]string{"-h"}, &help); err != errHelp || !strings.Contains(help.String(), "--stepfactor") {
 		t.Errorf("-h: %v\n%s", err, help.String())
 	}
 }

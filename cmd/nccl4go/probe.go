@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/nccl4go/nccl"
 )
 
@@ -41,23 +43,35 @@ type probeRank struct {
 	PropertiesError string           `json:"properties_error,omitempty"`
 }
 
-// runProbe is `nccl4go probe`: one communicator over the GPUs of this
+// probeCommand is `nccl4go probe`: one communicator over the GPUs of this
 // machine, and what each rank can do.
-func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("probe", "[-json] [-devices 0,1,...] [-timeout 60s]",
-		"Create one communicator over the visible GPUs (or those listed), one rank per GPU,\n"+
-			"and show each rank's GPU and device-API capabilities (NCCL 2.29.2 and later).")
-	jsonOut := fs.Bool("json", false, "print one JSON document")
-	var devices deviceList
-	fs.Var(&devices, "devices", "comma-separated CUDA device `ordinals`, one rank each (default: every visible GPU)")
-	timeout := fs.Duration("timeout", 60*time.Second, "give up creating or destroying the communicator after this `duration`")
-	if err := fs.parse(args, stdout); err != nil {
-		return err
-	}
-	if *timeout <= 0 {
-		return &usageError{msg: fmt.Sprintf("probe: -timeout %v: must be positive", *timeout), usage: fs.usage}
-	}
+var probeCommand = &command{
+	name:     "probe",
+	summary:  "create a communicator over the GPUs and show each rank's capabilities",
+	synopsis: "[--json] [--devices 0,1,...] [--timeout 60s]",
+	about: `Create one communicator over the visible GPUs (or those listed), one rank per GPU,
+and show each rank's GPU and device-API capabilities (NCCL 2.29.2 and later). Where
+NCCL or a GPU is missing it says what, and how to fix it, and exits 1.`,
+	flags: func(fs *pflag.FlagSet) action {
+		var jsonOut bool
+		boolFlag(fs, &jsonOut, "json", "", "print one JSON document")
+		var devices deviceList
+		fs.Var(&devices, "devices", "comma-separated CUDA device `ordinals`, one rank each (default: every visible GPU)")
+		timeout := fs.Duration("timeout", 60*time.Second, "give up creating or destroying the communicator after this `duration`")
+		return func(ctx context.Context, in *invocation) error {
+			if err := noOperands(in.args); err != nil {
+				return err
+			}
+			if *timeout <= 0 {
+				return usagef("--timeout %v: must be positive", *timeout)
+			}
+			return runProbe(ctx, jsonOut, devices.list, *timeout, in.stdout)
+		}
+	},
+}
 
+// runProbe probes devices (nil: every GPU) and prints the report.
+func runProbe(ctx context.Context, jsonOut bool, devices []int, timeout time.Duration, stdout io.Writer) error {
 	n := loadNCCL()
 	_, gpuProblem := countGPUs()
 	if n.problem != nil || gpuProblem != nil {
@@ -71,12 +85,12 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return e
 	}
 
-	rep, err := probe(ctx, n, devices.list, *timeout)
+	rep, err := probe(ctx, n, devices, timeout)
 	if len(rep.Ranks) == 0 {
 		return err
 	}
 	// A failure to destroy still shows what was found, then exits 1.
-	if *jsonOut {
+	if jsonOut {
 		return errors.Join(writeJSON(stdout, rep), err)
 	}
 	return errors.Join(printProbe(stdout, rep), err)
@@ -94,7 +108,7 @@ func probe(ctx context.Context, n ncclState, devices []int, timeout time.Duratio
 	if err != nil {
 		err = condense(err)
 		if errors.Is(err, context.DeadlineExceeded) {
-			return rep, fmt.Errorf("creating the communicator did not finish within %v (raise -timeout): %w", timeout, err)
+			return rep, fmt.Errorf("creating the communicator did not finish within %v (raise --timeout): %w", timeout, err)
 		}
 		return rep, fmt.Errorf("creating the communicator: %w", err)
 	}
@@ -210,7 +224,10 @@ func printProbe(w io.Writer, rep probeReport) error {
 // deviceList is the -devices flag: "0,1,3".
 type deviceList struct{ list []int }
 
-// String is the list as given, "0,1,3" (flag.Value).
+// Type names the value in help (pflag.Value).
+func (d *deviceList) Type() string { return "list" }
+
+// String is the list as given, "0,1,3" (pflag.Value).
 func (d *deviceList) String() string {
 	if d == nil || d.list == nil {
 		return ""
@@ -222,7 +239,7 @@ func (d *deviceList) String() string {
 	return strings.Join(s, ",")
 }
 
-// Set parses "0,1,3" (flag.Value).
+// Set parses "0,1,3" (pflag.Value).
 func (d *deviceList) Set(s string) error {
 	var list []int
 	for _, f := range strings.Split(s, ",") {

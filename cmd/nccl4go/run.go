@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -19,8 +18,36 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/nccl4go/nccl/rendezvous"
 )
+
+// runCommand is `nccl4go run`, the launcher.
+var runCommand = &command{
+	name:       "run",
+	summary:    "start N ranks of a program on this machine, torchrun-style, and supervise them",
+	synopsis:   "[-n N] [flags] PROGRAM [ARGS...]",
+	about:      runAbout,
+	flagsFirst: true,
+	ownSignals: true,
+	flags: func(fs *pflag.FlagSet) action {
+		f := bindRunFlags(fs)
+		return func(ctx context.Context, in *invocation) error {
+			if err := f.check(fs, in.args); err != nil {
+				return err
+			}
+			return launchJob(ctx, f, in.stdout, in.stderr)
+		}
+	},
+}
+
+// runRun is `nccl4go run args`, cancelled by ctx (tests; main's run
+// ignores the cancellation of main's context, see ownSignals). A failure
+// of a rank is an *exitError with its status.
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return invoke(ctx, []*command{root, runCommand}, args, stdout, stderr)
+}
 
 // runAbout is run's help text.
 const runAbout = `Starts N processes of PROGRAM on this machine, one rank each, with the
@@ -29,125 +56,135 @@ GROUP_RANK, MASTER_ADDR, MASTER_PORT), so that torch scripts and
 rendezvous.Init both work, plus nccl4go's own (NCCL4GO_RANK, ...,
 NCCL4GO_STORE_ADDR and NCCL4GO_STORE_SECRET: the store this launcher hosts
 for the job, on node 0). Each rank uses GPU LOCAL_RANK (rendezvous.Init: modulo
-the GPUs it sees); -bind-gpus shows each rank only its GPU instead.
+the GPUs it sees); --bind-gpus shows each rank only its GPU instead.
 
 Every output line is prefixed with its rank. When a rank fails, the others
-get SIGTERM, then SIGKILL after -grace, and run exits with the failed rank's
+get SIGTERM, then SIGKILL after --grace, and run exits with the failed rank's
 status (128+N for signal N). SIGINT (Ctrl-C), SIGTERM and SIGHUP are
 forwarded to every rank as received; a second one kills them. If nobody
-reads stdout any more, the ranks get SIGTERM (exit 141; with -no-prefix they
-write to it themselves). A summary (rank,
-status, duration) goes to stderr at the end.
+reads stdout any more, the ranks get SIGTERM (exit 141; with --no-prefix
+they write to it themselves). A summary (rank, status, duration) goes to
+stderr at the end.
 
 On Linux nothing run starts outlives it: what a rank leaves behind when it
-ends (in its process group or not) gets SIGTERM, then SIGKILL after -grace,
+ends (in its process group or not) gets SIGTERM, then SIGKILL after --grace,
 and run returns only when all of it is gone; if run itself dies (even by
 SIGKILL), the ranks and all they started get the same. Elsewhere only each
 rank's process group is signalled.
 
-Several nodes: run one launcher per node with the same -nnodes, -master-addr
-and -master-port, and each node's -node-rank; node 0 hosts the store on
--store-port of its -master-addr (default master port + 1), and MASTER_PORT is
+Several nodes: run one launcher per node with the same --nnodes, --master-addr
+and --master-port, and each node's --node-rank; node 0 hosts the store on
+--store-port of its --master-addr (default master port + 1), and MASTER_PORT is
 left to torch's rank 0. Set NCCL4GO_STORE_SECRET to the same value on every
 node to protect the store (one node alone makes up a random secret; several
 without one are warned that the store is open).
 
-Values of -env may use {rank}, {local_rank}, {node_rank}, {world_size}.
-Several ranks on one GPU need -hostid-per-rank (NCCL_HOSTID distinct per
+Values of --env may use {rank}, {local_rank}, {node_rank}, {world_size}.
+Several ranks on one GPU need --hostid-per-rank (NCCL_HOSTID distinct per
 rank, NCCL_NVLS_ENABLE=0).`
 
 // runFlags is run's command line.
 type runFlags struct {
 	nproc, nnodes, nodeRank int
+	nprocFlag               onceInt // -n, --nproc-per-node
 	masterAddr              string
 	masterPort, storePort   int
 	grace                   time.Duration
 	hostidPerRank, bindGPUs bool
 	noPrefix, quiet         bool
-	env                     multiFlag
+	env                     []string
 	program                 string
 	args                    []string
 }
 
-// multiFlag is a repeatable string flag.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
-func parseRunFlags(args []string, stdout io.Writer) (*runFlags, error) {
+// bindRunFlags defines run's flags on fs.
+func bindRunFlags(fs *pflag.FlagSet) *runFlags {
 	f := &runFlags{}
-	fs := newFlagSet("run", "[flags] PROGRAM [ARGS...]", runAbout)
-	fs.IntVar(&f.nproc, "n", 1, "number of processes (ranks) on this node, at most 65536")
-	nprocPerNode := fs.Int("nproc-per-node", 1, "same as -n (torchrun's name)")
-	fs.IntVar(&f.nnodes, "nnodes", 1, "number of nodes, each running one launcher (nnodes × n at most 16777216)")
-	fs.IntVar(&f.nodeRank, "node-rank", 0, "this node's index, 0 to nnodes-1")
-	fs.StringVar(&f.masterAddr, "master-addr", "127.0.0.1", "address of node 0 (MASTER_ADDR)")
-	fs.IntVar(&f.masterPort, "master-port", 0, "MASTER_PORT; 0: a free port (one node only)")
-	fs.IntVar(&f.storePort, "store-port", 0, "port of the store node 0 hosts; 0: a free port on one node, master port + 1 on several")
+	f.nprocFlag.n = 1
+	fs.VarP(&f.nprocFlag, "nproc-per-node", "n", "`number` of processes (ranks) on this node, at most 65536")
+	fs.IntVar(&f.nnodes, "nnodes", 1, "`number` of nodes, each running one launcher (nnodes × n at most 16777216)")
+	fs.IntVar(&f.nodeRank, "node-rank", 0, "this node's `index`, 0 to nnodes-1")
+	fs.StringVar(&f.masterAddr, "master-addr", "127.0.0.1", "`address` of node 0 (MASTER_ADDR)")
+	fs.IntVar(&f.masterPort, "master-port", 0, "MASTER_PORT; 0: a free `port` (one node only)")
+	fs.IntVar(&f.storePort, "store-port", 0, "`port` of the store node 0 hosts; 0: a free port on one node, master port + 1 on several")
 	fs.DurationVar(&f.grace, "grace", 5*time.Second, "time between SIGTERM and SIGKILL when stopping the ranks")
-	fs.BoolVar(&f.hostidPerRank, "hostid-per-rank", false, "give each rank its own NCCL_HOSTID and NCCL_NVLS_ENABLE=0 (several ranks on one GPU)")
-	fs.BoolVar(&f.bindGPUs, "bind-gpus", false, "set CUDA_VISIBLE_DEVICES of each rank to its one GPU")
-	fs.BoolVar(&f.noPrefix, "no-prefix", false, "do not prefix output lines with the rank")
-	fs.BoolVar(&f.quiet, "quiet", false, "print the summary only when a rank failed")
-	fs.Var(&f.env, "env", "KEY=VALUE for every rank, repeatable; KEY: letters, digits, _; VALUE may use {rank}, {local_rank}, {node_rank}, {world_size}")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.usage(stdout)
-			return nil, err
-		}
-		return nil, &usageError{msg: fmt.Sprintf("run: %v", err), usage: fs.usage}
+	boolFlag(fs, &f.hostidPerRank, "hostid-per-rank", "", "give each rank its own NCCL_HOSTID and NCCL_NVLS_ENABLE=0 (several ranks on one GPU)")
+	boolFlag(fs, &f.bindGPUs, "bind-gpus", "", "set CUDA_VISIBLE_DEVICES of each rank to its one GPU")
+	boolFlag(fs, &f.noPrefix, "no-prefix", "", "do not prefix output lines with the rank")
+	boolFlag(fs, &f.quiet, "quiet", "", "print the summary only when a rank failed")
+	fs.StringArrayVar(&f.env, "env", nil, "`KEY=VALUE` for every rank, repeatable; KEY: letters, digits, _; VALUE may use {rank}, {local_rank}, {node_rank}, {world_size}")
+	return f
+}
+
+// check validates the flags once parsed; args are PROGRAM and its
+// arguments.
+func (f *runFlags) check(fs *pflag.FlagSet, args []string) error {
+	bad := usagef
+	if len(args) == 0 {
+		return bad("no program given")
 	}
-	bad := func(format string, a ...any) error {
-		return &usageError{msg: "run: " + fmt.Sprintf(format, a...), usage: fs.usage}
+	f.program, f.args = args[0], args[1:]
+	if f.nprocFlag.conflict {
+		return bad("-n and --nproc-per-node disagree (%d, then %d): give one of them", f.nprocFlag.first, f.nprocFlag.n)
 	}
-	if fs.NArg() == 0 {
-		return nil, bad("no program given")
-	}
-	f.program, f.args = fs.Arg(0), fs.Args()[1:]
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if set["nproc-per-node"] {
-		if set["n"] && f.nproc != *nprocPerNode {
-			return nil, bad("-n %d and -nproc-per-node %d disagree: give one of them", f.nproc, *nprocPerNode)
-		}
-		f.nproc = *nprocPerNode
-	}
+	f.nproc = f.nprocFlag.n
 	switch {
 	case f.nproc < 1:
-		return nil, bad("-n %d: need at least one process", f.nproc)
+		return bad("-n %d: need at least one process", f.nproc)
 	case f.nproc > maxLocalRanks:
-		return nil, bad("-n %d: at most %d processes on one node", f.nproc, maxLocalRanks)
+		return bad("-n %d: at most %d processes on one node", f.nproc, maxLocalRanks)
 	case f.nnodes < 1:
-		return nil, bad("-nnodes %d: need at least one node", f.nnodes)
+		return bad("--nnodes %d: need at least one node", f.nnodes)
 	case f.nnodes > maxWorldSize/f.nproc: // f.nnodes*f.nproc without overflow
-		return nil, bad("-nnodes %d × -n %d: more than %d ranks", f.nnodes, f.nproc, maxWorldSize)
+		return bad("--nnodes %d × -n %d: more than %d ranks", f.nnodes, f.nproc, maxWorldSize)
 	case f.nodeRank < 0 || f.nodeRank >= f.nnodes:
-		return nil, bad("-node-rank %d is not below -nnodes %d", f.nodeRank, f.nnodes)
+		return bad("--node-rank %d is not below --nnodes %d", f.nodeRank, f.nnodes)
 	case f.nnodes > 1 && f.masterPort == 0:
-		return nil, bad("-nnodes %d: give every node the same -master-port", f.nnodes)
+		return bad("--nnodes %d: give every node the same --master-port", f.nnodes)
 	case f.masterPort < 0 || f.masterPort > 65535:
-		return nil, bad("-master-port %d: a port is 0 to 65535", f.masterPort)
+		return bad("--master-port %d: a port is 0 to 65535", f.masterPort)
 	case f.storePort < 0 || f.storePort > 65535:
-		return nil, bad("-store-port %d: a port is 0 to 65535", f.storePort)
+		return bad("--store-port %d: a port is 0 to 65535", f.storePort)
 	case f.grace < 0:
-		return nil, bad("-grace must not be negative")
+		return bad("--grace must not be negative")
 	}
 	for _, kv := range f.env {
 		k, v, ok := strings.Cut(kv, "=")
 		switch {
 		case !ok || k == "":
-			return nil, bad("-env %q is not KEY=VALUE", kv)
+			return bad("--env %q is not KEY=VALUE", kv)
 		case !isEnvName(k):
-			return nil, bad("-env %q: the name %q is not letters, digits and _ (not starting with a digit)", kv, k)
+			return bad("--env %q: the name %q is not letters, digits and _ (not starting with a digit)", kv, k)
 		case strings.IndexByte(v, 0) >= 0:
-			return nil, bad("-env %q: the value holds a NUL byte", kv)
+			return bad("--env %q: the value holds a NUL byte", kv)
 		}
 	}
-	return f, nil
+	return nil
 }
 
-// Bounds of -n and -nnodes × -n: far above any machine or job, low enough
+// onceInt is an int flag that may be given twice (as -n and as
+// --nproc-per-node) only with the same value.
+type onceInt struct {
+	n, first int
+	set      bool
+	conflict bool
+}
+
+func (o *onceInt) String() string { return strconv.Itoa(o.n) }
+func (o *onceInt) Type() string   { return "int" }
+func (o *onceInt) Set(s string) error {
+	v, err := strconv.ParseInt(s, 0, strconv.IntSize)
+	if err != nil {
+		return errors.New("not a number")
+	}
+	if o.set && int(v) != o.n {
+		o.conflict, o.first = true, o.n
+	}
+	o.n, o.set = int(v), true
+	return nil
+}
+
+// Bounds of -n and --nnodes × -n: far above any machine or job, low enough
 // that the launcher's own tables stay small (they panicked in makeslice).
 const (
 	maxLocalRanks = 1 << 16
@@ -168,29 +205,6 @@ func isEnvName(k string) bool {
 		}
 	}
 	return k != ""
-}
-
-// exitError makes the command exit with a status of its own.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e *exitError) Error() string { return e.msg }
-
-// runCmd is the run subcommand: the launcher exits with the failed rank's
-// status, which mainExit (0, 1, 2) cannot express. The launcher forwards
-// the signals it receives itself, so main's context, which the same
-// signals cancel, is not passed on: through it one Ctrl-C reached the
-// ranks as SIGINT or as SIGTERM, by a race.
-func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	err := runRun(context.WithoutCancel(ctx), args, stdout, stderr)
-	var ee *exitError
-	if errors.As(err, &ee) {
-		fmt.Fprintf(stderr, "nccl4go: %v\n", ee)
-		os.Exit(ee.code)
-	}
-	return err
 }
 
 // rankProc is one rank: its process (on Linux, its supervisor's) and how
@@ -259,13 +273,10 @@ type rankEvent struct {
 	gone bool
 }
 
-// runRun is the launcher, without exiting: a failure of a rank is an
-// *exitError with its status.
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f, err := parseRunFlags(args, stdout)
-	if err != nil {
-		return err
-	}
+// launchJob runs the job f describes: a failure of a rank is an *exitError
+// with its status.
+func launchJob(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error {
+	var err error
 	world := f.nnodes * f.nproc
 	jobID := fmt.Sprintf("run-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
 	if f.masterPort == 0 {
@@ -346,7 +357,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if f.bindGPUs {
 			dev, err := bindGPU(local)
 			if err != nil {
-				return fmt.Errorf("run: -bind-gpus: %w", err)
+				return fmt.Errorf("run: --bind-gpus: %w", err)
 			}
 			vars["CUDA_VISIBLE_DEVICES"] = dev
 		}
@@ -371,7 +382,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return supervise(ctx, f, procs, stderr, outGone.c)
 }
 
-// setsPath reports whether -env sets PATH for the ranks.
+// setsPath reports whether --env sets PATH for the ranks.
 func setsPath(env []string) bool {
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "PATH=") {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,62 +10,54 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/nccl4go/nccl/trace"
 )
 
-// traceCommands are trace's subcommands.
-var traceCommands = []command{
-	{"analyze", "read the flight-recorder dumps of all ranks and say what went wrong", runTraceAnalyze},
-	{"export", "convert the dumps of all ranks for another tool (PyTorch's flight-recorder analyzer)", runTraceExport},
+// traceCommand is `nccl4go trace`, a group.
+var traceCommand = &command{
+	name:    "trace",
+	summary: "read the flight recorder's dumps of all ranks",
+	about: fmt.Sprintf(`The flight recorder dumps on a watchdog timeout, on SIGUSR1 (kill -USR1 <pid>) where
+the program enabled it, and on demand (trace.Default().DumpFile). Set %s to
+size it (entries per communicator, 0 to turn it off).`, trace.BufferEnv),
+	subs: []*command{traceAnalyzeCommand, traceExportCommand},
 }
 
-// runTrace is `nccl4go trace <subcommand>`.
-func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return dispatch(ctx, "trace: ", traceCommands, printTraceUsage, args, stdout, stderr)
-}
-
-// printTraceUsage lists trace's subcommands.
-func printTraceUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: nccl4go trace <subcommand> [flags]\n\nSubcommands:\n")
-	for _, c := range traceCommands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintf(w, "\nThe flight recorder dumps on a watchdog timeout, on %s (kill -USR1 <pid>) where the\n"+
-		"program enabled it, and on demand (trace.Default().DumpFile). Set %s to size it (entries\n"+
-		"per communicator, 0 to turn it off).\n", "SIGUSR1", trace.BufferEnv)
-}
-
-// runTraceAnalyze is `nccl4go trace analyze [-json] DUMPS...`.
-func runTraceAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("trace analyze", "[-json] DUMP|DIR...",
-		"Read the flight-recorder dumps of the ranks of a job (files, or directories holding\n"+
-			"nccl4go-trace-*.json files) and say, for every communicator, where the ranks disagree:\n"+
-			"the first operation some rank did not enqueue or enqueued differently, which ranks are\n"+
-			"behind, and what each rank was doing last. Give it the dumps of all ranks: a rank\n"+
-			"without a dump is reported as such. A dump of a directory that cannot be read is\n"+
-			"skipped and named (on stderr and in the report's notes); a dump named on the command\n"+
-			"line that cannot be read is an error.")
-	jsonOut := fs.Bool("json", false, "print the report as one JSON document")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.usage(stdout)
-			return err
+// traceAnalyzeCommand is `nccl4go trace analyze [--json] DUMPS...`.
+var traceAnalyzeCommand = &command{
+	name:     "analyze",
+	summary:  "say where the ranks' dumps disagree, who is behind and what each rank did last",
+	synopsis: "[--json] DUMP|DIR...",
+	about: `Read the flight-recorder dumps of the ranks of a job (files, or directories holding
+nccl4go-trace-*.json files) and say, for every communicator, where the ranks disagree:
+the first operation some rank did not enqueue or enqueued differently, which ranks are
+behind, and what each rank was doing last. Give it the dumps of all ranks: a rank
+without a dump is reported as such. A dump of a directory that cannot be read is
+skipped and named (on stderr and in the report's notes); a dump named on the command
+line that cannot be read is an error.`,
+	flags: func(fs *pflag.FlagSet) action {
+		var jsonOut bool
+		boolFlag(fs, &jsonOut, "json", "", "print the report as one JSON document")
+		return func(ctx context.Context, in *invocation) error {
+			return runTraceAnalyze(ctx, in.args, jsonOut, in.stdout, in.stderr)
 		}
-		return &usageError{msg: fmt.Sprintf("%s: %v", fs.Name(), err), usage: fs.usage}
+	},
+}
+
+// runTraceAnalyze analyzes the dumps at args.
+func runTraceAnalyze(ctx context.Context, args []string, jsonOut bool, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("no dump given")
 	}
-	if fs.NArg() == 0 {
-		return &usageError{msg: "trace analyze: no dump given", usage: fs.usage}
-	}
-	paths, err := dumpPaths("trace analyze", fs.Args())
+	paths, err := dumpPaths("trace analyze", args)
 	if err != nil {
 		return err
 	}
 	var skipped []string
 	dumps, err := readDumps(ctx, paths, func(path string, err error) {
-		why := err.Error()
-		if de := (*trace.DumpError)(nil); errors.As(err, &de) {
-			why = de.Err.Error()
-		}
+		why := skipReason(err)
 		fmt.Fprintf(stderr, "nccl4go trace analyze: skipping %s: %s\n", path, why)
 		skipped = append(skipped, fmt.Sprintf("skipped %s, which cannot be read: %s", path, why))
 	})
@@ -78,10 +69,19 @@ func runTraceAnalyze(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	rep := trace.Analyze(dumps)
 	rep.Notes = append(skipped, rep.Notes...)
-	if *jsonOut {
+	if jsonOut {
 		return writeJSON(stdout, rep)
 	}
 	return rep.WriteText(stdout)
+}
+
+// skipReason is why a dump found in a directory is skipped: the reading
+// error without the path, which the message names already.
+func skipReason(err error) string {
+	if de := (*trace.DumpError)(nil); errors.As(err, &de) {
+		return de.Err.Error()
+	}
+	return err.Error()
 }
 
 // dumpPath is a dump to read: named on the command line, or found in a

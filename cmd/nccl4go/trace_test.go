@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,10 +79,10 @@ func TestTraceUsage(t *testing.T) {
 			t.Errorf("trace %v: err = %v, want a usage error", args, err)
 		}
 	}
-	if out, _, err := runTraceCLI("analyze", "-h"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "-json") {
+	if out, _, err := runTraceCLI("analyze", "-h"); !errors.Is(err, errHelp) || !strings.Contains(out, "-json") {
 		t.Errorf("analyze -h: %v\n%s", err, out)
 	}
-	if out, _, err := runTraceCLI("help"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "analyze") {
+	if out, _, err := runTraceCLI("help"); !errors.Is(err, errHelp) || !strings.Contains(out, "analyze") {
 		t.Errorf("trace help: %v\n%s", err, out)
 	}
 }
