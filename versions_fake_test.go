@@ -1,11 +1,13 @@
 package nccl_test
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/faketest"
+	"github.com/nccl4go/nccl/internal/versions"
 )
 
 // A library that reports a new release but lacks functions (a build without
@@ -27,4 +29,24 @@ func TestFakeMissingFunctionsOfNewRelease(t *testing.T) {
 		wantUnsupported(t, "Signal", c.Signal(1, s), "ncclSignal", 22902)
 		wantUnsupported(t, "PutSignal", c.PutSignal(nccl.BufferOf(buf), 1, nil, 0, s), "ncclPutSignal", 22902)
 	})
+}
+
+// Every property field of the version table is filled where the loaded
+// release has it and nil where it does not: a new row whose field the
+// binding never decodes fails here.
+func TestFakePropertiesFieldsOfTable(t *testing.T) {
+	for _, r := range []int{22902, faketest.DefaultRelease} {
+		faketest.Run(t, faketest.Env{Release: r}, func(t *testing.T) {
+			p, err := propsComm(t).Properties()
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := reflect.ValueOf(p)
+			for _, f := range versions.Fields("ncclCommProperties_t") {
+				if got, want := !v.FieldByName(f.Field()).IsNil(), f.In(r); got != want {
+					t.Errorf("NCCL %s: Properties.%s filled %v, want %v (%s)", nccl.Release(r), f.Field(), got, want, f.Name())
+				}
+			}
+		})
+	}
 }

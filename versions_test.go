@@ -290,3 +290,72 @@ func TestShimStructCommentsMatchVersionTable(t *testing.T) {
 	checkStruct("capi_devcomm_reqs_v23007", "ncclDevCommRequirements_t.")
 	checkStruct("capi_props_v22907", "ncclCommProperties_t.")
 }
+
+// setNonZero sets field v (a pointer or a string) to a value other than
+// its zero: n for numbers, b for booleans, "x" for strings.
+func setNonZero(v reflect.Value, n int64, b bool) {
+	if v.Kind() == reflect.String {
+		v.SetString("x")
+		return
+	}
+	p := reflect.New(v.Type().Elem())
+	switch e := p.Elem(); e.Kind() {
+	case reflect.Bool:
+		e.SetBool(b)
+	default:
+		e.SetInt(n)
+	}
+	v.Set(p)
+}
+
+// Every gated field reaches the C struct: set alone (on top of a base that
+// makes it valid), one of two values changes what the encoder sends at
+// ABIRelease. A new field with a row but no encoding line fails here.
+func TestStructFieldsEncoded(t *testing.T) {
+	full := GINConnectionFull
+	structs := map[string]struct {
+		base   any // what every field is set on top of, unless it sets the field itself
+		encode func(v any) (string, error)
+	}{
+		"ncclConfig_t": {&Config{}, func(v any) (string, error) {
+			c, _, err := v.(*Config).encode("test", ABIRelease)
+			return fmt.Sprintf("%+v", c), err
+		}},
+		// GIN resources need a GIN connection from 2.29.7.
+		"ncclDevCommRequirements_t": {&DevCommRequirements{GINConnectionType: &full}, func(v any) (string, error) {
+			b, _, err := v.(*DevCommRequirements).encode("test", ABIRelease)
+			return fmt.Sprintf("% x", b), err
+		}},
+	}
+	if b, _, _ := (*DevCommRequirements)(nil).encode("test", ABIRelease); len(b) == 0 {
+		delete(structs, "ncclDevCommRequirements_t") // the C shim lays them out: no cgo here
+	}
+	for name, s := range structs {
+		for _, f := range versions.Fields(name) {
+			base := reflect.ValueOf(s.base)
+			if !base.Elem().FieldByName(f.Field()).IsZero() {
+				base = reflect.New(base.Elem().Type())
+			}
+			want, err := s.encode(base.Interface())
+			if err != nil {
+				t.Fatalf("%s: base: %v", name, err)
+			}
+			changed := false
+			for _, try := range []struct {
+				n int64
+				b bool
+			}{{1, true}, {2, false}} {
+				v := reflect.New(base.Elem().Type())
+				v.Elem().Set(base.Elem())
+				setNonZero(v.Elem().FieldByName(f.Field()), try.n, try.b)
+				if got, err := s.encode(v.Interface()); err == nil && got != want {
+					changed = true
+					break
+				}
+			}
+			if !changed {
+				t.Errorf("%s: setting %s changes nothing the encoder sends (%s is not encoded)", name, f.Field(), f.Name())
+			}
+		}
+	}
+}
