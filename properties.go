@@ -44,7 +44,8 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 		return 0, err
 	}
 	v := deviceAPIVersion(r)
-	raw, st := capi.CommQueryProperties(c.ptr, uint32(v), !has(v, versions.PropsNumLSATeams)) // the 56-byte layout has nLsaTeams
+	l, _ := versions.PropsLayoutFor(int(v))
+	raw, st := capi.CommQueryProperties(c.ptr, uint32(v), l.Family)
 	switch {
 	case st.Code == capi.Pending:
 		return capi.Pending, nil

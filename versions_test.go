@@ -176,9 +176,10 @@ func TestVersionTableRows(t *testing.T) {
 	}
 }
 
-// The device communicator layouts start with ncclDevCommCreate, follow
-// each other in release order, and none is newer than the declared ABI.
-func TestDevCommLayoutTable(t *testing.T) {
+// The layout tables start with their function (ncclDevCommCreate,
+// ncclCommQueryProperties), follow each other in release order, none is
+// newer than the declared ABI, and their sizes are the shim's.
+func TestLayoutTables(t *testing.T) {
 	ls := versions.DevCommLayouts
 	if Release(ls[0].From) != symSince(capi.SymDevCommCreate) {
 		t.Errorf("first layout from %d, ncclDevCommCreate from %s", ls[0].From, symSince(capi.SymDevCommCreate))
@@ -190,6 +191,47 @@ func TestDevCommLayoutTable(t *testing.T) {
 	}
 	if _, ok := versions.DevCommLayoutFor(int(symSince(capi.SymDevCommCreate)) - 1); ok {
 		t.Error("a layout before ncclDevCommCreate")
+	}
+	ps := versions.PropsLayouts
+	if Release(ps[0].From) != symSince(capi.SymCommQueryProperties) {
+		t.Errorf("first properties layout from %d, ncclCommQueryProperties from %s", ps[0].From, symSince(capi.SymCommQueryProperties))
+	}
+	for i, l := range ps {
+		if Release(l.From) > ABIRelease || i > 0 && (l.From <= ps[i-1].From || l.Family <= ps[i-1].Family || l.Size <= ps[i-1].Size) {
+			t.Errorf("properties layout %d %+v out of order", i, l)
+		}
+	}
+	// Each property field row is read from the first layout that has it.
+	for _, f := range versions.Fields("ncclCommProperties_t") {
+		if l, _ := versions.PropsLayoutFor(f.Since()); l.From != f.Since() {
+			t.Errorf("%s (%d) arrives with no layout of its own (the layout of %d)", f.Name(), f.Since(), l.From)
+		}
+	}
+
+	// The sizes are the shim's declarations.
+	shim := capi.Layouts()
+	if shim == nil {
+		t.Skip("no cgo: the shim's layouts are not built")
+	}
+	fixed := map[int]string{capi.ReqsV22803: "ncclDevCommRequirements_t/v22803", capi.ReqsV22807: "ncclDevCommRequirements_t/v22807"}
+	versioned := int(shim["ncclDevCommRequirements_t/v23007"].Size)
+	for i, l := range ls {
+		name, fixedSize := fixed[l.Family]
+		switch {
+		case fixedSize && l.ReqsSize != int(shim[name].Size):
+			t.Errorf("layout %+v: requirements of %d bytes, the shim's %s %d", l, l.ReqsSize, name, shim[name].Size)
+		case !fixedSize && (l.ReqsSize > versioned || i == len(ls)-1 && l.ReqsSize != versioned):
+			t.Errorf("layout %+v: requirements of %d bytes, the shim's versioned struct %d (the newest layout is all of it)", l, l.ReqsSize, versioned)
+		}
+		if l.DevComm > int(shim["ncclDevComm_t"].Size) {
+			t.Errorf("layout %+v: ncclDevComm_t of %d bytes, the shim holds %d", l, l.DevComm, shim["ncclDevComm_t"].Size)
+		}
+	}
+	for _, l := range ps {
+		name := map[int]string{capi.PropsV22902: "ncclCommProperties_t/v22902", capi.PropsV22907: "ncclCommProperties_t/v22907"}[l.Family]
+		if got := int(shim[name].Size); got != l.Size {
+			t.Errorf("properties layout %+v: the shim's %s is %d bytes", l, name, got)
+		}
 	}
 }
 

@@ -2,23 +2,34 @@
 // thing of NCCL's that the binding uses and that not every supported release
 // has (a field of a versioned struct, a flag value, a data type, a
 // behaviour), its name and first release, one row each; and, beside it, the
-// struct layouts that change with the release.
+// struct layouts that change with the release ([DevCommLayouts],
+// [PropsLayouts]).
 //
 // NCCL functions are not here: internal/capi's generated symbol table
-// (capi.SymName, capi.SymSince) lists them, and whether the loaded library
-// exports one (capi.Present), not its release, is what callers ask.
+// (capi.SymName, capi.SymSince, from shim.h's list) has them, and whether
+// the loaded library exports one (capi.Present), not its release, is what
+// callers ask.
 //
 // A release is an NCCL_VERSION_CODE number, major*10000+minor*100+patch
 // (2.28.3 is 22803). The root package turns a missing feature into its
 // *UnsupportedError ("requires NCCL x.y.z, loaded a.b.c"); the other
 // packages ask [Feature.In] with the loaded release.
 //
-// Adding a release's new struct field: a constant here, its row (with the Go
-// field it gates), the Go field, and the code that encodes it; the root
-// package's tests fail until all exist and agree (versions_test.go).
+// A release's new field of ncclConfig_t, ncclDevCommRequirements_t or
+// ncclCommProperties_t is a constant and a row here (with the Go field it
+// gates), the Go field documented with the release, the shim's C field with
+// the same release in a comment, and the line that encodes (or decodes) it;
+// a new struct layout is a row of its layout table. The root package's
+// versions_test.go fails for each part left out, for a row that cannot fail
+// (not newer than what already gates the struct) and for a row newer than
+// the ABI the binding declares (nccl.ABIRelease).
 package versions
 
-import "github.com/nccl4go/nccl/internal/capi"
+import (
+	"strings"
+
+	"github.com/nccl4go/nccl/internal/capi"
+)
 
 // Feature is one row of [Table].
 type Feature uint8
@@ -155,13 +166,8 @@ func (f Feature) In(r int) bool { return r >= Table[f].Since }
 
 // Struct is the C struct of a field row ("ncclConfig_t"), or "".
 func (r Row) Struct() string {
-	if r.Field == "" {
-		return ""
-	}
-	for i := range len(r.Name) {
-		if r.Name[i] == '.' {
-			return r.Name[:i]
-		}
+	if s, _, ok := strings.Cut(r.Name, "."); ok && r.Field != "" {
+		return s
 	}
 	return ""
 }
@@ -202,11 +208,37 @@ var DevCommLayouts = [...]DevCommLayout{
 
 // DevCommLayoutFor is the layout of release (or declared version) r; ok is
 // false before the first (no ncclDevCommCreate).
-func DevCommLayoutFor(r int) (l DevCommLayout, ok bool) {
-	for _, row := range DevCommLayouts {
-		if r >= row.From {
+func DevCommLayoutFor(r int) (DevCommLayout, bool) { return layoutFor(DevCommLayouts[:], r) }
+
+// PropsLayout is how the declared versions from From on lay out
+// ncclCommProperties_t.
+type PropsLayout struct {
+	From   int
+	Family int // capi.PropsV22902 or capi.PropsV22907
+	Size   int // bytes of the struct
+}
+
+// PropsLayouts are the layouts, oldest first; a declared version uses the
+// last whose From it has reached. The fields each adds have rows in
+// [Table] (PropsNumLSATeams...).
+var PropsLayouts = [...]PropsLayout{
+	{From: 22902, Family: capi.PropsV22902, Size: 40},
+	{From: 22907, Family: capi.PropsV22907, Size: 56},
+}
+
+// PropsLayoutFor is the layout of declared version v; ok is false before
+// the first (no ncclCommQueryProperties).
+func PropsLayoutFor(v int) (PropsLayout, bool) { return layoutFor(PropsLayouts[:], v) }
+
+// layoutFor is the last of rows whose From r has reached.
+func layoutFor[L interface{ from() int }](rows []L, r int) (l L, ok bool) {
+	for _, row := range rows {
+		if r >= row.from() {
 			l, ok = row, true
 		}
 	}
 	return l, ok
 }
+
+func (l DevCommLayout) from() int { return l.From }
+func (l PropsLayout) from() int   { return l.From }
