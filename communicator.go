@@ -416,7 +416,7 @@ func checkDuplicates(op string, devices []int, r Release) error {
 		}
 		switch {
 		case !has(r, versions.MultiRankGPU):
-			return argErr(op, "devices", "device %d appears twice: NCCL %s allows one rank per GPU (several need NCCL 2.30.3 and NCCL_MULTI_RANK_GPU_ENABLE=1)", sorted[i], r)
+			return argErr(op, "devices", "device %d appears twice: NCCL %s allows one rank per GPU (several need NCCL %s and NCCL_MULTI_RANK_GPU_ENABLE=1)", sorted[i], r, Release(versions.MultiRankGPU.Since()))
 		case os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") != "1":
 			return argErr(op, "devices", "device %d appears twice: set NCCL_MULTI_RANK_GPU_ENABLE=1 to let ranks share a GPU", sorted[i])
 		}

@@ -331,7 +331,7 @@ func newSymmetricMemoryError(op string, r Release, nranks int, err error) *Symme
 	case !has(r, versions.SymmetricMemoryOneRank) && nranks == 1:
 		e.Since = Release(versions.SymmetricMemoryOneRank.Since())
 		e.Reason = fmt.Sprintf("NCCL %s gives it only to communicators with at least 2 ranks on the node, "+
-			"and this one has 1 rank (NCCL 2.28.7 lifts this)", r)
+			"and this one has 1 rank (NCCL %s lifts this)", r, e.Since)
 	case !has(r, versions.SymmetricMemoryOneRank):
 		e.Reason = fmt.Sprintf("NCCL %s gives it only to communicators whose ranks are all on one node, "+
 			"at least 2 of them, every pair linked by direct P2P (no intermediate rank), "+

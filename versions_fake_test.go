@@ -1,7 +1,9 @@
 package nccl_test
 
 import (
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/nccl4go/nccl"
@@ -46,6 +48,26 @@ func TestFakePropertiesFieldsOfTable(t *testing.T) {
 				if got, want := !v.FieldByName(f.Field()).IsNil(), f.In(r); got != want {
 					t.Errorf("NCCL %s: Properties.%s filled %v, want %v (%s)", nccl.Release(r), f.Field(), got, want, f.Name())
 				}
+			}
+		})
+	}
+}
+
+// Two ranks of one process on one GPU: refused before the release that
+// allows it (named from the version table), and without the variable after.
+func TestFakeMultiRankGPURefusal(t *testing.T) {
+	for _, tc := range []struct {
+		r    int
+		want string
+	}{
+		{22907, "NCCL 2.29.7 allows one rank per GPU (several need NCCL 2.30.3 and NCCL_MULTI_RANK_GPU_ENABLE=1)"},
+		{23007, "set NCCL_MULTI_RANK_GPU_ENABLE=1"},
+	} {
+		faketest.Run(t, faketest.Env{Release: tc.r}, func(t *testing.T) {
+			t.Setenv("NCCL_MULTI_RANK_GPU_ENABLE", "")
+			comms, err := nccl.InitAll([]int{0, 0})
+			if !errors.Is(err, nccl.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) || comms != nil {
+				t.Errorf("InitAll(0, 0) on %s: %v, %v; want an ArgError saying %q", nccl.Release(tc.r), comms, err, tc.want)
 			}
 		})
 	}
