@@ -70,9 +70,13 @@ type devCommLayout struct {
 }
 
 // layoutFor picks the layout for loaded release r from the version table's
-// list (internal/versions.DevCommLayouts).
+// list (internal/versions.DevCommLayouts); a library that has
+// ncclDevCommCreate while reporting an older release gets the first.
 func layoutFor(r Release) devCommLayout {
-	l, _ := versions.DevCommLayoutFor(int(r))
+	l, ok := versions.DevCommLayoutFor(int(r))
+	if !ok {
+		l = versions.DevCommLayouts[0]
+	}
 	return devCommLayout{DevCommLayout: l, declared: deviceAPIVersion(r)}
 }
 

@@ -44,7 +44,10 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 		return 0, err
 	}
 	v := deviceAPIVersion(r)
-	l, _ := versions.PropsLayoutFor(int(v))
+	l, ok := versions.PropsLayoutFor(int(v))
+	if !ok { // a library with the function, reporting an older release
+		l = versions.PropsLayouts[0]
+	}
 	raw, st := capi.CommQueryProperties(c.ptr, uint32(v), l.Family)
 	switch {
 	case st.Code == capi.Pending:

@@ -401,3 +401,12 @@ func TestStructFieldsEncoded(t *testing.T) {
 		}
 	}
 }
+
+// A library that has ncclDevCommCreate while reporting an older release
+// (a fake, a patched build) gets the first layout, never an empty one.
+func TestLayoutBeforeFirstRelease(t *testing.T) {
+	l := layoutFor(22702)
+	if l.DevCommLayout != versions.DevCommLayouts[0] || l.declared != 22702 {
+		t.Errorf("layoutFor(2.27.2) = %+v, want the first layout declaring 2.27.2", l)
+	}
+}
