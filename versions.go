@@ -43,8 +43,8 @@ func need(r Release, f versions.Feature) error {
 }
 
 // checkFields returns the unsupported error for the first field of *s (a
-// Config, DevCommRequirements or Properties) that is set although release r
-// lacks it: the rows of the version table that name s's fields, in order.
+// Config or DevCommRequirements) that is set although release r lacks it:
+// the rows of the version table that name s's fields, in order.
 func checkFields(s any, r Release) error {
 	v := reflect.ValueOf(s).Elem()
 	for _, g := range gatesOf(v.Type()) {

@@ -71,12 +71,17 @@ func Require(t testing.TB) nccl.Release {
 }
 
 // RequireFunc skips, saying why, unless the loaded NCCL exports function s
-// (its presence is the fact; the release only explains the skip).
+// (its presence is the fact; the release only explains the skip). A library
+// of a release that should have it but does not fails t: a skip would hide
+// a broken library or a wrong first release in shim.h's list.
 func RequireFunc(t testing.TB, s capi.Sym) nccl.Release {
 	t.Helper()
 	r := Require(t)
-	if !capi.Present(s) {
-		t.Skipf("needs %s (NCCL %s), loaded %s", capi.SymName[s], nccl.Release(capi.SymSince[s]), r)
+	if since := nccl.Release(capi.SymSince[s]); !capi.Present(s) {
+		if r >= since {
+			t.Fatalf("the loaded NCCL %s lacks %s, first in %s", r, capi.SymName[s], since)
+		}
+		t.Skipf("needs %s (NCCL %s), loaded %s", capi.SymName[s], since, r)
 	}
 	return r
 }
