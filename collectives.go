@@ -64,7 +64,7 @@ type collCall struct {
 // recv on every rank (ncclAllReduce). send and recv hold the same number of
 // elements of the same type; recv == send (the same address) works in
 // place. op is a built-in operator or a [CustomOp] of this communicator made
-// for the buffers' type. Collective. NCCL 2.3.5 ([Avg]: 2.10.3).
+// for the buffers' type. Collective. NCCL 2.3.5.
 func (c *Communicator) AllReduce(send, recv Buffer, op RedOp, s cuda.Stream) error {
 	return c.run(&collCall{kind: kAllReduce, send: send, recv: recv, op: op, stream: s})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/internal/gputest"
 )
 
@@ -823,7 +824,7 @@ func TestGPUDefaultStreamAndCustomOpLifetime(t *testing.T) {
 // (here: a one-rank communicator, which NCCL runs at once) and leaves the
 // data alone.
 func TestGPUGroupSimulate(t *testing.T) {
-	gputest.RequireRelease(t, 22203)
+	gputest.RequireFunc(t, capi.SymGroupSimulateEnd)
 	c := collInit(t)
 	est, err := nccl.GroupSimulate(func() error { return nil })
 	if err != nil || est != 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/versions"
 	"github.com/nccl4go/nccl/trace"
 )
 
@@ -414,8 +415,8 @@ func checkDuplicates(op string, devices []int, r Release) error {
 			continue
 		}
 		switch {
-		case r < 23003:
-			return argErr(op, "devices", "device %d appears twice: NCCL %s allows one rank per GPU (several need NCCL 2.30.3 and NCCL_MULTI_RANK_GPU_ENABLE=1)", sorted[i], r)
+		case !has(r, versions.MultiRankGPU):
+			return argErr(op, "devices", "device %d appears twice: NCCL %s allows one rank per GPU (several need NCCL %s and NCCL_MULTI_RANK_GPU_ENABLE=1)", sorted[i], r, Release(versions.MultiRankGPU.Since()))
 		case os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") != "1":
 			return argErr(op, "devices", "device %d appears twice: set NCCL_MULTI_RANK_GPU_ENABLE=1 to let ranks share a GPU", sorted[i])
 		}

@@ -4,15 +4,18 @@ import (
 	"fmt"
 
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/versions"
 )
 
 // Config sets up a communicator (ncclConfig_t, every field up to NCCL
 // 2.30.7). A nil field keeps NCCL's default, as NCCL_CONFIG_INITIALIZER
 // leaves it; the binding never sends a zero NCCL did not ask for. Set fields
-// with new(v) (Go 1.26) or nccl.Ptr(v).
+// with new(v) (Go 1.26) or [Ptr](v).
 //
-// A field the loaded NCCL does not know makes the call fail with an error
-// wrapping [ErrUnsupported] instead of being dropped. Values NCCL would reject,
+// Each field newer than the oldest supported release ([MinRelease]) names
+// its first release; the others are in every supported release. A field the
+// loaded NCCL does not know makes the call fail with an [*UnsupportedError]
+// (wrapping [ErrUnsupported]) instead of being dropped. Values NCCL would reject,
 // or that contradict each other, fail with [ErrInvalidArgument] before NCCL
 // is called. Environment variables (NCCL_COMM_BLOCKING, NCCL_MIN_CTAS, ...)
 // still override the config, as in NCCL.
@@ -28,19 +31,19 @@ type Config struct {
 	// finalize... can be cut short by a context: a blocking call waits inside
 	// NCCL, where nothing can interrupt it safely. NCCL runs each group of a
 	// non-blocking communicator with work on a thread of its own, which
-	// costs microseconds per collective. Default true. NCCL 2.14.3.
+	// costs microseconds per collective. Default true.
 	Blocking *bool
-	// CGAClusterSize is the CUDA thread block cluster size, 0 to 8. NCCL 2.17.1.
+	// CGAClusterSize is the CUDA thread block cluster size, 0 to 8.
 	CGAClusterSize *int
 	// MinCTAs and MaxCTAs bound the number of CTAs (channels) NCCL uses.
 	// NCCL compares them even when MaxCTAs is unset, so MinCTAs alone sets
-	// MaxCTAs to NCCL's default maximum. NCCL 2.17.1.
+	// MaxCTAs to NCCL's default maximum.
 	MinCTAs, MaxCTAs *int
 	// NetName selects the network module, e.g. "IB" or "Socket" (NCCL copies
-	// it). Empty: automatic. NCCL 2.17.1.
+	// it). Empty: automatic.
 	NetName string
-	// SplitShare shares resources between a parent and its Split children.
-	// NCCL 2.18.1.
+	// SplitShare shares resources between a parent and its
+	// [Communicator.Split] children.
 	SplitShare *bool
 	// TrafficClass is passed to the network; its meaning depends on the
 	// network. NCCL 2.26.2.
@@ -99,7 +102,7 @@ func b2i(b bool) int32 {
 
 // maxChannels is MAXCHANNELS, NCCL's default for maxCTAs.
 func maxChannels(r Release) int {
-	if r >= 22501 {
+	if has(r, versions.MaxChannels64) {
 		return 64
 	}
 	return 32
@@ -112,34 +115,8 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 	if cfg == nil {
 		return &out, true, nil
 	}
-	for _, f := range [...]struct {
-		feature
-		set bool
-	}{
-		{cfgBlocking, cfg.Blocking != nil},
-		{cfgCGAClusterSize, cfg.CGAClusterSize != nil},
-		{cfgMinCTAs, cfg.MinCTAs != nil},
-		{cfgMaxCTAs, cfg.MaxCTAs != nil},
-		{cfgNetName, cfg.NetName != ""},
-		{cfgSplitShare, cfg.SplitShare != nil},
-		{cfgTrafficClass, cfg.TrafficClass != nil},
-		{cfgCommName, cfg.CommName != ""},
-		{cfgCollNetEnable, cfg.CollNetEnable != nil},
-		{cfgCTAPolicy, cfg.CTAPolicy != nil},
-		{cfgShrinkShare, cfg.ShrinkShare != nil},
-		{cfgNVLSCTAs, cfg.NVLSCTAs != nil},
-		{cfgNChannelsPerNetPeer, cfg.NChannelsPerNetPeer != nil},
-		{cfgNVLinkCentricSched, cfg.NVLinkCentricSched != nil},
-		{cfgGraphUsageMode, cfg.GraphUsageMode != nil},
-		{cfgNumRMACtx, cfg.NumRMACtx != nil},
-		{cfgMaxP2PPeers, cfg.MaxP2PPeers != nil},
-		{cfgGraphStreamOrdering, cfg.GraphStreamOrdering != nil},
-	} {
-		if f.set {
-			if err := f.check(r); err != nil {
-				return nil, false, err
-			}
-		}
+	if err := checkFields(cfg, r); err != nil {
+		return nil, false, err
 	}
 	bad := func(field, format string, a ...any) error {
 		return argErr(op, "Config."+field, format, a...)
@@ -196,10 +173,10 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 		switch {
 		case p < 0 || p > CTAPolicyEfficiency|CTAPolicyZero:
 			return nil, false, bad("CTAPolicy", "%#x: not a combination of CTAPolicyEfficiency and CTAPolicyZero", int32(p))
-		case p&CTAPolicyZero != 0 && r < flagCTAPolicyZero.since():
-			return nil, false, flagCTAPolicyZero.check(r)
-		case p == CTAPolicyEfficiency|CTAPolicyZero && r < flagCTAPolicyCombined.since():
-			return nil, false, flagCTAPolicyCombined.check(r)
+		case p&CTAPolicyZero != 0 && !has(r, versions.CTAPolicyZero):
+			return nil, false, unsupportedFeature(versions.CTAPolicyZero, r)
+		case p == CTAPolicyEfficiency|CTAPolicyZero && !has(r, versions.CTAPolicyCombined):
+			return nil, false, unsupportedFeature(versions.CTAPolicyCombined, r)
 		}
 		out.CTAPolicy = int32(p)
 	}

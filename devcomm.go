@@ -9,6 +9,7 @@ import (
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/versions"
 )
 
 // DevCommRequirements says what a device communicator needs
@@ -62,31 +63,21 @@ type DevCommRequirements struct {
 }
 
 // devCommLayout is the requirements layout and the device communicator
-// size of a loaded release.
+// size of a loaded release, with the version the binding declares.
 type devCommLayout struct {
-	family   int     // capi.ReqsV22803, ReqsV22807 or ReqsVersioned
-	declared Release // the version the struct declares (versioned family)
-	size     int     // requirements size (versioned family)
-	devComm  int     // bytes of ncclDevComm_t NCCL writes
+	versions.DevCommLayout
+	declared Release // min(ABIRelease, loaded)
 }
 
-// layoutFor picks the layout for loaded release r: the requirements struct
-// changed in 2.28.7 and 2.29.2 (NCCL's nccl_device headers).
+// layoutFor picks the layout for loaded release r from the version table's
+// list (internal/versions.DevCommLayouts); a library that has
+// ncclDevCommCreate while reporting an older release gets the first.
 func layoutFor(r Release) devCommLayout {
-	switch {
-	case r < 22807:
-		return devCommLayout{family: capi.ReqsV22803, declared: r, devComm: 88}
-	case r < 22902:
-		return devCommLayout{family: capi.ReqsV22807, declared: r, devComm: 200}
+	l, ok := versions.DevCommLayoutFor(int(r))
+	if !ok {
+		l = versions.DevCommLayouts[0]
 	}
-	v := deviceAPIVersion(r)
-	switch {
-	case v < 22905:
-		return devCommLayout{family: capi.ReqsVersioned, declared: v, size: 72, devComm: 200}
-	case v < 23000:
-		return devCommLayout{family: capi.ReqsVersioned, declared: v, size: 88, devComm: 224}
-	}
-	return devCommLayout{family: capi.ReqsVersioned, declared: v, size: 96, devComm: 240}
+	return devCommLayout{DevCommLayout: l, declared: deviceAPIVersion(r)}
 }
 
 // encode validates q for loaded release r and lays it out.
@@ -96,33 +87,8 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 	if q == nil {
 		q = &z
 	}
-	avail := l.declared // fields the struct of that release has
-	for _, f := range [...]struct {
-		feature
-		set bool
-	}{
-		{reqLSAMultimem, q.LSAMultimem != nil},
-		{reqLSABarrierCount, q.LSABarrierCount != nil},
-		{reqBarrierCount, q.BarrierCount != nil},
-		{reqRailGINBarrierCount, q.RailGINBarrierCount != nil},
-		{reqLSALLA2ABlockCount, q.LSALLA2ABlockCount != nil},
-		{reqLSALLA2ASlotCount, q.LSALLA2ASlotCount != nil},
-		{reqGINForceEnable, q.GINForceEnable != nil},
-		{reqGINContextCount, q.GINContextCount != nil},
-		{reqGINSignalCount, q.GINSignalCount != nil},
-		{reqGINCounterCount, q.GINCounterCount != nil},
-		{reqGINConnectionType, q.GINConnectionType != nil},
-		{reqGINExclusiveContexts, q.GINExclusiveContexts != nil},
-		{reqGINQueueDepth, q.GINQueueDepth != nil},
-		{reqGINTrafficClass, q.GINTrafficClass != nil},
-		{reqWorldGINBarrierCount, q.WorldGINBarrierCount != nil},
-		{reqGINStrongSignalsRequired, q.GINStrongSignalsRequired != nil},
-		{reqGINVASignalsRequired, q.GINVASignalsRequired != nil},
-	} {
-		// The struct of the declared release must have the field.
-		if f.set && avail < f.since() {
-			return nil, l, &UnsupportedError{Feature: features[f.feature].name, Since: f.since(), Loaded: r}
-		}
+	if err := checkFields(q, r); err != nil {
+		return nil, l, err
 	}
 	var err error
 	count := func(p *int, field string) int32 {
@@ -171,7 +137,7 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 	}
 	// Fields past the declared layout stay as NCCL's own struct has them:
 	// ginTrafficClass is padding before 2.30.3, the two flags before 2.30.7.
-	if avail >= 23003 {
+	if has(l.declared, versions.ReqsGINTrafficClass) {
 		raw.GinTrafficClass = capi.UndefInt
 		if q.GINTrafficClass != nil {
 			if *q.GINTrafficClass < 0 || *q.GINTrafficClass > 1<<31-1 {
@@ -180,13 +146,13 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 			raw.GinTrafficClass = int32(*q.GINTrafficClass)
 		}
 	}
-	if avail >= 23007 {
+	if has(l.declared, versions.ReqsGINStrongSignalsRequired) {
 		raw.GinStrongSignalsRequired = flag(q.GINStrongSignalsRequired, true)
 		raw.GinVaSignalsRequired = flag(q.GINVASignalsRequired, true)
 	}
-	// From 2.29.7 NCCL rejects GIN resources without GIN enabled
+	// NCCL rejects GIN resources without GIN enabled
 	// (ncclDevrCommCreateInternal): say which field is missing first.
-	if r >= 22907 {
+	if has(r, versions.GINResourcesNeedConnection) {
 		gin := raw.GinSignalCount > 0 || raw.GinCounterCount > 0 || raw.BarrierCount > 0 ||
 			raw.RailGinBarrierCount > 0 || raw.WorldGinBarrierCount > 0
 		if gin && raw.GinConnectionType == int32(GINConnectionNone) && !raw.GinForceEnable {
@@ -194,7 +160,7 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 				"GIN resources (signals, counters, BarrierCount, RailGINBarrierCount or WorldGINBarrierCount) need a GIN connection: set GINConnectionFull or GINConnectionRail (for LSA-only barriers use LSABarrierCount)")
 		}
 	}
-	return capi.EncodeDevCommReqs(raw, l.family, uint32(l.declared), l.size), l, nil
+	return capi.EncodeDevCommReqs(raw, l.Family, uint32(l.declared), l.ReqsSize), l, nil
 }
 
 // needsGIN reports whether q asks for GIN (a connection type, or resources).
@@ -263,18 +229,15 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r, err := loaded()
+	r, err := require(capi.SymDevCommCreate)
 	if err != nil {
 		return nil, err
-	}
-	if r < 22803 {
-		return nil, unsupported(capi.SymDevCommCreate)
 	}
 	raw, layout, err := reqs.encode(op, r)
 	if err != nil {
 		return nil, err
 	}
-	if r >= 22902 {
+	if capi.Present(capi.SymCommQueryProperties) {
 		p, err := c.properties(op)
 		if err != nil {
 			return nil, err
@@ -369,11 +332,11 @@ func newSymmetricMemoryError(op string, r Release, nranks int, err error) *Symme
 		e.Reason = "NCCL_WIN_ENABLE=0 in the environment turns symmetric memory off"
 	case os.Getenv("NCCL_CUMEM_ENABLE") == "0":
 		e.Reason = "NCCL_CUMEM_ENABLE=0 in the environment turns off cuMem, which symmetric memory needs"
-	case r < 22807 && nranks == 1:
-		e.Since = 22807
+	case !has(r, versions.SymmetricMemoryOneRank) && nranks == 1:
+		e.Since = Release(versions.SymmetricMemoryOneRank.Since())
 		e.Reason = fmt.Sprintf("NCCL %s gives it only to communicators with at least 2 ranks on the node, "+
-			"and this one has 1 rank (NCCL 2.28.7 lifts this)", r)
-	case r < 22807:
+			"and this one has 1 rank (NCCL %s lifts this)", r, e.Since)
+	case !has(r, versions.SymmetricMemoryOneRank):
 		e.Reason = fmt.Sprintf("NCCL %s gives it only to communicators whose ranks are all on one node, "+
 			"at least 2 of them, every pair linked by direct P2P (no intermediate rank), "+
 			"with NCCL_WIN_ENABLE and cuMem (NCCL_CUMEM_ENABLE) on", r)
@@ -435,7 +398,7 @@ func (d *DevComm) Size() int {
 	if d == nil {
 		return 0
 	}
-	return d.layout.devComm
+	return d.layout.DevComm
 }
 
 // Declared is the requirements version the binding declared (the loaded
@@ -454,7 +417,7 @@ func (d *DevComm) Bytes() ([]byte, error) {
 		return nil, err
 	}
 	defer d.c.mu.Unlock()
-	return d.store.Bytes()[:d.layout.devComm], nil
+	return d.store.Bytes()[:d.layout.DevComm], nil
 }
 
 // HostPtr is the host address of the ncclDevComm_t (C memory, 8-aligned),
@@ -506,7 +469,7 @@ func (d *DevComm) copySource(op string) (p uintptr, made bool, b []byte, dev int
 	if d.hasDev {
 		return d.devMem.Ptr(), true, nil, 0, nil
 	}
-	return 0, false, d.store.Bytes()[:d.layout.devComm], d.c.dev, nil
+	return 0, false, d.store.Bytes()[:d.layout.DevComm], d.c.dev, nil
 }
 
 // String reads "nccl.DevComm(240 bytes, ready)".
@@ -516,7 +479,7 @@ func (d *DevComm) String() string {
 	}
 	d.c.mu.Lock()
 	defer d.c.mu.Unlock()
-	return fmt.Sprintf("nccl.DevComm(%d bytes, %s)", d.layout.devComm, d.state)
+	return fmt.Sprintf("nccl.DevComm(%d bytes, %s)", d.layout.DevComm, d.state)
 }
 
 // Close destroys the device communicator (ncclDevCommDestroy) and frees

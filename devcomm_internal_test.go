@@ -37,8 +37,8 @@ func TestDevCommRequirementsEncoding(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: encode(nil): %v", tc.r, err)
 		}
-		if len(b) != tc.size || l.declared != tc.declared || l.devComm != tc.devComm {
-			t.Errorf("%s: %d bytes, declared %s, devComm %d; want %d, %s, %d", tc.r, len(b), l.declared, l.devComm,
+		if len(b) != tc.size || l.declared != tc.declared || l.DevComm != tc.devComm {
+			t.Errorf("%s: %d bytes, declared %s, devComm %d; want %d, %s, %d", tc.r, len(b), l.declared, l.DevComm,
 				tc.size, tc.declared, tc.devComm)
 		}
 		switch {

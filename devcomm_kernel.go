@@ -25,7 +25,7 @@ func (d *DevComm) PutKernelArg(dst []byte) (int, error) {
 		return 0, err
 	}
 	defer d.c.mu.Unlock()
-	n := d.layout.devComm
+	n := d.layout.DevComm
 	if len(dst) < n {
 		return 0, fmt.Errorf("nccl: DevComm.PutKernelArg: %d bytes of room, the ncclDevComm_t has %d: %w", len(dst), n, cuda.ErrArgumentSpace)
 	}

@@ -26,7 +26,8 @@
 // NCCL lacks makes its calls return an *[UnsupportedError] (errors.Is
 // [ErrUnsupported]) naming the C function, the first release that has it and
 // the loaded release. Each method's documentation names its NCCL call and
-// that first release. NCCL's versioned structs are stamped with
+// that first release; one older than [MinRelease] means every supported
+// release has it. NCCL's versioned structs are stamped with
 // min([ABIRelease], loaded release) and only the fields that version defines
 // are read: a property the loaded NCCL does not report is an error, never a
 // zero that looks real. Releases from 2.19.1 ([MinRelease]) load; the binding

@@ -18,8 +18,8 @@ const (
 	InternalError      Result = 3 // ncclInternalError
 	InvalidArgument    Result = 4 // ncclInvalidArgument
 	InvalidUsage       Result = 5 // ncclInvalidUsage
-	RemoteError        Result = 6 // ncclRemoteError, NCCL 2.13.4
-	InProgress         Result = 7 // ncclInProgress, NCCL 2.14.3
+	RemoteError        Result = 6 // ncclRemoteError
+	InProgress         Result = 7 // ncclInProgress
 	Timeout            Result = 8 // ncclTimeout, NCCL 2.30.3
 )
 

@@ -26,8 +26,8 @@ var lib struct {
 }
 
 // Load opens the NCCL library at path (dlopen), resolves every function the
-// binding calls and reads its version (ncclGetVersion, NCCL 2.3.5); a function the library lacks makes its calls return
-// [ErrUnsupported]. Without Load, the first call that needs NCCL loads the
+// binding calls and reads its version (ncclGetVersion); a function the
+// library lacks makes its calls return [ErrUnsupported]. Without Load, the first call that needs NCCL loads the
 // library named by $NCCL_LIBRARY (and only that one, when it is set), else
 // libnccl.so.2 through the dynamic loader's search. Load after a successful load succeeds only for the same
 // file. Nothing is loaded at import time.

@@ -28,15 +28,11 @@ type WaitSignalDesc struct {
 
 // rmaReady checks that one-sided calls exist in the loaded NCCL and fills
 // the communicator's properties (slow path, once; cached after).
-func (c *Communicator) rmaReady(op, fn string) error {
-	r, err := loaded()
-	if err != nil {
+func (c *Communicator) rmaReady(op string, fn capi.Sym) error {
+	if _, err := require(fn); err != nil {
 		return err
 	}
-	if r < 22902 {
-		return unsupportedFunc(fn)
-	}
-	_, err = c.properties(op)
+	_, err := c.properties(op)
 	return err
 }
 
@@ -54,7 +50,7 @@ func (c *Communicator) rmaCheckLocked(op string) error {
 // rmaCall makes a one-sided call on stream s: call checks the arguments
 // (c.mu held, the communicator's facts filled) and calls NCCL with the
 // communicator and stream handles, through the call path of call.go.
-func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, ev trace.Event, call func(comm, stream uintptr) (capi.Status, error)) error {
+func (c *Communicator) rmaCall(op string, fn capi.Sym, s cuda.Stream, ev trace.Event, call func(comm, stream uintptr) (capi.Status, error)) error {
 	h, sdev, err := resolveStream(s)
 	if err != nil {
 		return &ArgError{Op: op, Arg: "stream", Reason: "destroyed", Err: err}
@@ -63,7 +59,7 @@ func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, ev trace.Event, cal
 		return err
 	}
 	ev.Stream = h
-	return c.call(context.Background(), started, op, fn, takePrepared, &ev, func(ptr uintptr) (capi.Status, error) {
+	return c.call(context.Background(), started, op, capi.SymName[fn], takePrepared, &ev, func(ptr uintptr) (capi.Status, error) {
 		if err := c.rmaCheckLocked(op); err != nil {
 			return capi.Status{}, err
 		}
@@ -78,7 +74,7 @@ func (c *Communicator) rmaCall(op, fn string, s cuda.Stream, ev trace.Event, cal
 // operations to peer on s are done (ncclSignal). peer's WaitSignal
 // consumes it. One-sided; may be grouped. NCCL 2.29.2.
 func (c *Communicator) Signal(peer int, s cuda.Stream) error {
-	return c.rmaCall("Signal", "ncclSignal", s, trace.Event{Op: trace.Signal, Peer: int32(peer)}, func(comm, stream uintptr) (capi.Status, error) {
+	return c.rmaCall("Signal", capi.SymSignal, s, trace.Event{Op: trace.Signal, Peer: int32(peer)}, func(comm, stream uintptr) (capi.Status, error) {
 		if err := checkRank("Signal", "peer", peer, c.nranks); err != nil {
 			return capi.Status{}, err
 		}
@@ -103,7 +99,7 @@ func (c *Communicator) WaitSignal(descs []WaitSignalDesc, s cuda.Stream) error {
 	if len(descs) > len(small) {
 		raw = make([]capi.WaitSignalDesc, 0, len(descs))
 	}
-	return c.rmaCall(op, "ncclWaitSignal", s, trace.Event{Op: trace.WaitSignal}, func(comm, stream uintptr) (capi.Status, error) {
+	return c.rmaCall(op, capi.SymWaitSignal, s, trace.Event{Op: trace.WaitSignal}, func(comm, stream uintptr) (capi.Status, error) {
 		raw = raw[:0]
 		for i, d := range descs {
 			if err := checkWaitDesc(op, i, d, c.nranks); err != nil {
@@ -145,7 +141,7 @@ func checkWaitDesc(op string, i int, d WaitSignalDesc, n int) error {
 // WaitSignal consumes the signal. One-sided; may be grouped. NCCL 2.29.2.
 func (c *Communicator) PutSignal(local Buffer, peer int, peerWin *Window, offsetElems int, s cuda.Stream) error {
 	const op = "PutSignal"
-	return c.rmaCall(op, "ncclPutSignal", s, trace.Event{Op: trace.PutSignal, Peer: int32(peer), DataType: trace.DataType(local.Type), Count: uint64(max(local.Count, 0))}, func(comm, stream uintptr) (capi.Status, error) {
+	return c.rmaCall(op, capi.SymPutSignal, s, trace.Event{Op: trace.PutSignal, Peer: int32(peer), DataType: trace.DataType(local.Type), Count: uint64(max(local.Count, 0))}, func(comm, stream uintptr) (capi.Status, error) {
 		win, off, err := c.checkPutLocked(op, local, peer, peerWin, offsetElems)
 		if err != nil {
 			return capi.Status{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/versions"
 )
 
 // Properties is what a communicator can do with NCCL's device API
@@ -32,10 +33,6 @@ type Properties struct {
 	Declared Release `json:"declared_version"`
 }
 
-// propsWideSince is the first struct version with the 56-byte layout and
-// the four later fields.
-var propsWideSince = layoutPropertiesWide.since()
-
 // queryPropertiesLocked asks NCCL once and caches the answer (mu held). It returns
 // capi.Pending while the communicator is still being created.
 func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
@@ -47,7 +44,11 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 		return 0, err
 	}
 	v := deviceAPIVersion(r)
-	raw, st := capi.CommQueryProperties(c.ptr, uint32(v), v < propsWideSince)
+	l, ok := versions.PropsLayoutFor(int(v))
+	if !ok { // a library with the function, reporting an older release
+		l = versions.PropsLayouts[0]
+	}
+	raw, st := capi.CommQueryProperties(c.ptr, uint32(v), l.Family)
 	switch {
 	case st.Code == capi.Pending:
 		return capi.Pending, nil
@@ -63,7 +64,7 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 		DeviceAPISupport: raw.DeviceAPISupport, MultimemSupport: raw.MultimemSupport,
 		GINType: GINType(raw.GINType), Declared: v,
 	}
-	if v >= propsWideSince {
+	if has(v, versions.PropsNumLSATeams) {
 		n, h, g := int(raw.NLsaTeams), raw.HostRMASupport, GINType(raw.RailedGINType)
 		p.NumLSATeams, p.HostRMASupport, p.RailedGINType = &n, &h, &g
 	}
@@ -181,7 +182,7 @@ func (c *Communicator) NumLSATeams() (int, error) {
 		return 0, err
 	}
 	if p.NumLSATeams == nil {
-		return 0, laterField("nLsaTeams")
+		return 0, laterField(versions.PropsNumLSATeams)
 	}
 	return *p.NumLSATeams, nil
 }
@@ -195,7 +196,7 @@ func (c *Communicator) HostRMASupport() (bool, error) {
 		return false, err
 	}
 	if p.HostRMASupport == nil {
-		return false, laterField("hostRmaSupport")
+		return false, laterField(versions.PropsHostRMASupport)
 	}
 	return *p.HostRMASupport, nil
 }
@@ -210,12 +211,14 @@ func (c *Communicator) RailedGINType() (GINType, error) {
 		return 0, err
 	}
 	if p.RailedGINType == nil {
-		return 0, laterField("railedGinType")
+		return 0, laterField(versions.PropsRailedGINType)
 	}
 	return *p.RailedGINType, nil
 }
 
-func laterField(name string) error {
+// laterField is the error for a property field f the loaded NCCL does not
+// report.
+func laterField(f versions.Feature) error {
 	r, _ := loaded()
-	return &UnsupportedError{Feature: "ncclCommProperties_t." + name, Since: propsWideSince, Loaded: r}
+	return unsupportedFeature(f, r)
 }

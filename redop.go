@@ -76,8 +76,8 @@ func (c *Communicator) newPreMulSum(op string, dt DataType, host bool, bits uint
 	if err != nil {
 		return nil, err
 	}
-	if dt.Since() > r {
-		return nil, &UnsupportedError{Feature: dt.String(), Since: dt.Since(), Loaded: r}
+	if err := dt.check(r); err != nil {
+		return nil, err
 	}
 	var o *CustomOp
 	err = c.call(context.Background(), completed, op, "ncclRedOpCreatePreMulSum", takeLive, nil, func(ptr uintptr) (capi.Status, error) {

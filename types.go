@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/versions"
 )
 
 // DataType is an NCCL element type (ncclDataType_t). Its values equal
@@ -21,7 +22,7 @@ const (
 	Float16    DataType = 6  // ncclFloat16
 	Float32    DataType = 7  // ncclFloat32
 	Float64    DataType = 8  // ncclFloat64
-	BFloat16   DataType = 9  // ncclBfloat16, NCCL 2.10.3
+	BFloat16   DataType = 9  // ncclBfloat16
 	Float8E4M3 DataType = 10 // ncclFloat8e4m3, NCCL 2.24.3 (reductions need sm_90)
 	Float8E5M2 DataType = 11 // ncclFloat8e5m2, NCCL 2.24.3 (reductions need sm_90)
 )
@@ -48,15 +49,33 @@ func (t DataType) String() string {
 	return dataTypeNames[t]
 }
 
-// Since is the first NCCL release that has the type.
+// Since is the first supported NCCL release that has the type:
+// [MinRelease] for every type but the fp8 ones (NCCL 2.24.3).
 func (t DataType) Since() Release {
-	switch t {
-	case BFloat16:
-		return 21003
-	case Float8E4M3, Float8E5M2:
-		return 22403
+	if f, ok := t.feature(); ok {
+		return Release(f.Since())
 	}
-	return 20305
+	return MinRelease
+}
+
+// feature is the version-table row of a type that not every supported
+// release has.
+func (t DataType) feature() (versions.Feature, bool) {
+	switch t {
+	case Float8E4M3:
+		return versions.Float8E4M3, true
+	case Float8E5M2:
+		return versions.Float8E5M2, true
+	}
+	return 0, false
+}
+
+// check returns the unsupported error when release r lacks t.
+func (t DataType) check(r Release) error {
+	if f, ok := t.feature(); ok {
+		return need(r, f)
+	}
+	return nil
 }
 
 // IsFloat8 reports whether t is one of the fp8 types.
@@ -72,7 +91,7 @@ const (
 	Prod RedOp = 1 // ncclProd
 	Max  RedOp = 2 // ncclMax
 	Min  RedOp = 3 // ncclMin
-	Avg  RedOp = 4 // ncclAvg, NCCL 2.10.3
+	Avg  RedOp = 4 // ncclAvg
 	// numBuiltinOps is ncclNumOps, the first value of custom operators.
 	numBuiltinOps RedOp = 5
 )

@@ -172,10 +172,7 @@ func (c *Communicator) badBuf(op, arg string, b *Buffer) error {
 		}
 		return e
 	}
-	if since := b.Type.Since(); since > c.coll.release {
-		return &UnsupportedError{Feature: b.Type.String(), Since: since, Loaded: c.coll.release}
-	}
-	return nil
+	return b.Type.check(c.coll.release)
 }
 
 // checkPair checks send and recv and that their types match.

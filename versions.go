@@ -1,131 +1,90 @@
 package nccl
 
 import (
+	"reflect"
 	"sync"
 
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/versions"
 )
 
 // Version facts, in one place: the first NCCL release of everything the
-// binding uses that not every loadable release has.
+// binding uses that not every supported release ([MinRelease] on) has.
 //
 //   - NCCL functions: the shim's list in internal/capi/shim.h, from which
-//     capi.SymName and capi.SymSince are generated; whether the loaded
-//     library has one is capi.Present, an array index filled at load.
-//   - ncclConfig_t and ncclDevCommRequirements_t fields, flag values and
-//     other features: the table below. Config's field documentation and
-//     shim.h's struct comments name the same releases, and versions_test.go
-//     checks all three agree.
+//     capi.SymName and capi.SymSince are generated. Whether the loaded
+//     library exports one (capi.Present, an array index filled at load) is
+//     the fact; its release only explains the error.
+//   - Struct fields (of [Config], [DevCommRequirements], [Properties]),
+//     flag values, data types and behaviours: the table of
+//     internal/versions, one row each, with the ncclDevCommRequirements_t
+//     layouts beside it. A struct field's row names the Go field it gates,
+//     so encoding checks set fields against the table (checkFields), and
+//     versions_test.go fails when a field has no row, a row no field, or
+//     the struct documentation and shim.h's comments name another release.
+//
+// The error for anything missing is made here: [UnsupportedError] says
+// "requires NCCL x.y.z, loaded a.b.c".
 
-// feature is something of NCCL's that is not a function.
-type feature uint8
-
-// ncclConfig_t fields, in the struct's order.
-const (
-	cfgBlocking feature = iota
-	cfgCGAClusterSize
-	cfgMinCTAs
-	cfgMaxCTAs
-	cfgNetName
-	cfgSplitShare
-	cfgTrafficClass
-	cfgCommName
-	cfgCollNetEnable
-	cfgCTAPolicy
-	cfgShrinkShare
-	cfgNVLSCTAs
-	cfgNChannelsPerNetPeer
-	cfgNVLinkCentricSched
-	cfgGraphUsageMode
-	cfgNumRMACtx
-	cfgMaxP2PPeers
-	cfgGraphStreamOrdering
-
-	// ncclDevCommRequirements_t fields, in the struct's order.
-	reqLSAMultimem
-	reqBarrierCount
-	reqLSABarrierCount
-	reqRailGINBarrierCount
-	reqLSALLA2ABlockCount
-	reqLSALLA2ASlotCount
-	reqGINForceEnable
-	reqGINContextCount
-	reqGINSignalCount
-	reqGINCounterCount
-	reqGINConnectionType
-	reqGINExclusiveContexts
-	reqGINQueueDepth
-	reqGINTrafficClass
-	reqWorldGINBarrierCount
-	reqGINStrongSignalsRequired
-	reqGINVASignalsRequired
-
-	// Flag values and layouts.
-	flagCTAPolicyZero        // NCCL_CTA_POLICY_ZERO
-	flagCTAPolicyCombined    // several CTA policy flags at once
-	flagWindowStrictOrdering // NCCL_WIN_STRICT_ORDERING
-	layoutPropertiesWide     // ncclCommProperties_t of 56 bytes (nLsaTeams, hostRmaSupport, railedGinType)
-	numFeatures
-)
-
-// features names each feature as NCCL spells it and gives its first release.
-var features = [numFeatures]struct {
-	name  string
-	since Release
-}{
-	cfgBlocking:            {"ncclConfig_t.blocking", 21403},
-	cfgCGAClusterSize:      {"ncclConfig_t.cgaClusterSize", 21701},
-	cfgMinCTAs:             {"ncclConfig_t.minCTAs", 21701},
-	cfgMaxCTAs:             {"ncclConfig_t.maxCTAs", 21701},
-	cfgNetName:             {"ncclConfig_t.netName", 21701},
-	cfgSplitShare:          {"ncclConfig_t.splitShare", 21801},
-	cfgTrafficClass:        {"ncclConfig_t.trafficClass", 22602},
-	cfgCommName:            {"ncclConfig_t.commName", 22703},
-	cfgCollNetEnable:       {"ncclConfig_t.collnetEnable", 22703},
-	cfgCTAPolicy:           {"ncclConfig_t.CTAPolicy", 22703},
-	cfgShrinkShare:         {"ncclConfig_t.shrinkShare", 22703},
-	cfgNVLSCTAs:            {"ncclConfig_t.nvlsCTAs", 22703},
-	cfgNChannelsPerNetPeer: {"ncclConfig_t.nChannelsPerNetPeer", 22803},
-	cfgNVLinkCentricSched:  {"ncclConfig_t.nvlinkCentricSched", 22803},
-	cfgGraphUsageMode:      {"ncclConfig_t.graphUsageMode", 22902},
-	cfgNumRMACtx:           {"ncclConfig_t.numRmaCtx", 22902},
-	cfgMaxP2PPeers:         {"ncclConfig_t.maxP2pPeers", 23003},
-	cfgGraphStreamOrdering: {"ncclConfig_t.graphStreamOrdering", 23007},
-
-	reqLSAMultimem:              {"ncclDevCommRequirements_t.lsaMultimem", 22803},
-	reqBarrierCount:             {"ncclDevCommRequirements_t.barrierCount", 22807},
-	reqLSABarrierCount:          {"ncclDevCommRequirements_t.lsaBarrierCount", 22803},
-	reqRailGINBarrierCount:      {"ncclDevCommRequirements_t.railGinBarrierCount", 22807},
-	reqLSALLA2ABlockCount:       {"ncclDevCommRequirements_t.lsaLLA2ABlockCount", 22807},
-	reqLSALLA2ASlotCount:        {"ncclDevCommRequirements_t.lsaLLA2ASlotCount", 22807},
-	reqGINForceEnable:           {"ncclDevCommRequirements_t.ginForceEnable", 22807},
-	reqGINContextCount:          {"ncclDevCommRequirements_t.ginContextCount", 22807},
-	reqGINSignalCount:           {"ncclDevCommRequirements_t.ginSignalCount", 22807},
-	reqGINCounterCount:          {"ncclDevCommRequirements_t.ginCounterCount", 22807},
-	reqGINConnectionType:        {"ncclDevCommRequirements_t.ginConnectionType", 22907},
-	reqGINExclusiveContexts:     {"ncclDevCommRequirements_t.ginExclusiveContexts", 22907},
-	reqGINQueueDepth:            {"ncclDevCommRequirements_t.ginQueueDepth", 22907},
-	reqGINTrafficClass:          {"ncclDevCommRequirements_t.ginTrafficClass", 23003},
-	reqWorldGINBarrierCount:     {"ncclDevCommRequirements_t.worldGinBarrierCount", 23003},
-	reqGINStrongSignalsRequired: {"ncclDevCommRequirements_t.ginStrongSignalsRequired", 23007},
-	reqGINVASignalsRequired:     {"ncclDevCommRequirements_t.ginVaSignalsRequired", 23007},
-
-	flagCTAPolicyZero:        {"NCCL_CTA_POLICY_ZERO", 22803},
-	flagCTAPolicyCombined:    {"combined CTA policies", 22902},
-	flagWindowStrictOrdering: {"NCCL_WIN_STRICT_ORDERING", 22907},
-	layoutPropertiesWide:     {"ncclCommProperties_t.nLsaTeams", 22907},
+// unsupportedFeature is the error for feature f, which release r lacks.
+func unsupportedFeature(f versions.Feature, r Release) error {
+	return &UnsupportedError{Feature: f.Name(), Since: Release(f.Since()), Loaded: r}
 }
 
-// since is the feature's first release.
-func (f feature) since() Release { return features[f].since }
+// has reports whether release r has feature f.
+func has(r Release, f versions.Feature) bool { return f.In(int(r)) }
 
-// check returns an *UnsupportedError when release r predates the feature.
-func (f feature) check(r Release) error {
-	if r < features[f].since {
-		return &UnsupportedError{Feature: features[f].name, Since: features[f].since, Loaded: r}
+// need returns the unsupported error when release r lacks feature f.
+func need(r Release, f versions.Feature) error {
+	if !has(r, f) {
+		return unsupportedFeature(f, r)
 	}
 	return nil
 }
+
+// checkFields returns the unsupported error for the first field of *s (a
+// Config or DevCommRequirements) that is set although release r lacks it:
+// the rows of the version table that name s's fields, in order.
+func checkFields(s any, r Release) error {
+	v := reflect.ValueOf(s).Elem()
+	for _, g := range gatesOf(v.Type()) {
+		if !has(r, g.f) && !v.Field(g.index).IsZero() {
+			return unsupportedFeature(g.f, r)
+		}
+	}
+	return nil
+}
+
+// fieldGate is a version-table row bound to the index of its Go field.
+type fieldGate struct {
+	f     versions.Feature
+	index int
+}
+
+// cStruct is the C struct behind each struct of the binding that has
+// fields newer than the oldest release that can use the struct.
+var cStruct = map[reflect.Type]string{
+	reflect.TypeFor[Config]():              "ncclConfig_t",
+	reflect.TypeFor[DevCommRequirements](): "ncclDevCommRequirements_t",
+	reflect.TypeFor[Properties]():          "ncclCommProperties_t",
+}
+
+// gates binds each struct's rows to field indexes, once.
+var gates = sync.OnceValue(func() map[reflect.Type][]fieldGate {
+	m := make(map[reflect.Type][]fieldGate, len(cStruct))
+	for t, name := range cStruct {
+		for _, f := range versions.Fields(name) {
+			// A row naming no field is a bug versions_test.go catches;
+			// here it gates nothing.
+			if sf, ok := t.FieldByName(f.Field()); ok && len(sf.Index) == 1 {
+				m[t] = append(m[t], fieldGate{f, sf.Index[0]})
+			}
+		}
+	}
+	return m
+})
+
+func gatesOf(t reflect.Type) []fieldGate { return gates()[t] }
 
 // symSince is the first release of an NCCL function of the shim's list.
 func symSince(s capi.Sym) Release { return releaseFromCode(capi.SymSince[s]) }

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/versions"
 )
 
 // WindowFlag is a set of NCCL_WIN_* flags for RegisterWindow.
@@ -26,7 +27,7 @@ const (
 	WindowStrictOrdering WindowFlag = 0x02
 )
 
-// windowAlignment is NCCL_WIN_REQUIRED_ALIGNMENT (2.28.3): a window's buffer
+// windowAlignment is NCCL_WIN_REQUIRED_ALIGNMENT ([versions.WindowAlignment]): a window's buffer
 // starts this many bytes (a multiple) from its cuMem allocation's start.
 const windowAlignment = 4096
 
@@ -102,15 +103,12 @@ func (c *Communicator) registerWindow(ctx context.Context, m mode, b Buffer, fla
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r, err := loaded()
+	r, err := require(capi.SymCommWindowRegister)
 	if err != nil {
 		return nil, err
 	}
-	if r < 22703 {
-		return nil, unsupported(capi.SymCommWindowRegister)
-	}
 	if flags&WindowStrictOrdering != 0 {
-		if err := flagWindowStrictOrdering.check(r); err != nil {
+		if err := need(r, versions.WindowStrictOrdering); err != nil {
 			return nil, err
 		}
 	}
@@ -123,7 +121,7 @@ func (c *Communicator) registerWindow(ctx context.Context, m mode, b Buffer, fla
 			if err := c.checkBuf(op, "buf", b); err != nil {
 				return capi.Status{}, err
 			}
-			if r >= 22803 && b.Ptr%windowAlignment != 0 {
+			if has(r, versions.WindowAlignment) && b.Ptr%windowAlignment != 0 {
 				return capi.Status{}, argErr(op, "buf", "address %#x is not a multiple of %d: a window starts at a multiple of %d bytes from its cuMem allocation (MemAlloc's memory is aligned)", b.Ptr, windowAlignment, windowAlignment)
 			}
 			cell := capi.NewCell()

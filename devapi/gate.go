@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/internal/versions"
 )
 
 // CapabilityError says why a communicator cannot run a device-API path.
@@ -30,8 +31,7 @@ func properties(c *nccl.Communicator, path string) (*nccl.Properties, error) {
 	p, err := c.Properties()
 	if errors.Is(err, nccl.ErrUnsupported) {
 		r, _ := nccl.Version()
-		return nil, &CapabilityError{Path: path, Reason: fmt.Sprintf("NCCL %s cannot say whether it supports them "+
-			"(ncclCommQueryProperties needs NCCL 2.29.2)", r)}
+		return nil, &CapabilityError{Path: path, Reason: fmt.Sprintf("NCCL %s cannot say whether it supports them (%v)", r, err)}
 	}
 	if err != nil {
 		return nil, err
@@ -50,10 +50,12 @@ func RequireLSA(c *nccl.Communicator) error {
 	var ce *CapabilityError
 	if errors.As(err, &ce) {
 		r, _ := nccl.Version()
-		if n, err := c.NRanks(); err == nil && n == 1 && r < 22807 {
-			return &CapabilityError{Path: "LSA", Reason: fmt.Sprintf("NCCL %s gives symmetric memory, which device "+
-				"communicators need, only to communicators with at least 2 ranks on the node, and this one has 1 rank "+
-				"(NCCL 2.28.7 lifts this)", r)}
+		if f := versions.SymmetricMemoryOneRank; !f.In(int(r)) {
+			if n, err := c.NRanks(); err == nil && n == 1 {
+				return &CapabilityError{Path: "LSA", Reason: fmt.Sprintf("NCCL %s gives symmetric memory, which device "+
+					"communicators need, only to communicators with at least 2 ranks on the node, and this one has 1 rank "+
+					"(NCCL %s lifts this)", r, nccl.Release(f.Since()))}
+			}
 		}
 		return nil
 	}

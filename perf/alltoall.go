@@ -8,10 +8,10 @@ import (
 	"github.com/nccl4go/nccl/internal/capi"
 )
 
-// alltoallRelease is the first NCCL release with ncclAlltoAll, from which
-// nccl-tests times alltoall, in place too, through it (src/alltoall.cu);
-// before it, through a group of sends and receives.
-const alltoallRelease = 22800
+// hasAlltoAll reports whether the loaded NCCL has ncclAlltoAll (2.28), with
+// which nccl-tests times alltoall, in place too (src/alltoall.cu); without
+// it, nccl-tests uses a group of sends and receives.
+func hasAlltoAll() bool { return capi.Present(capi.SymAlltoAll) }
 
 // allToAllInPlace is ncclAlltoAll with send == recv, the call nccl-tests
 // times for in-place alltoall from NCCL 2.28 on (and does not check: NCCL

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/rendezvous"
 )
 
@@ -103,8 +104,6 @@ type bench struct {
 	// memBefore and memFree are the free GPU memory (-M) before the
 	// buffers and after them.
 	memBefore, memFree uint64
-	// ncclVersion is the loaded NCCL's ncclGetVersion.
-	ncclVersion int
 
 	// state of the current size
 	dt      dataType
@@ -243,7 +242,6 @@ func (b *bench) setup() (*Header, error) {
 	if err != nil {
 		return nil, &RunError{"NCCL version", err}
 	}
-	b.ncclVersion = int(rel)
 	h := &Header{Program: b.coll.program, Options: *o, NRanks: n, LocalRanks: len(b.ranks), NCCLVersion: int(rel), ABIVersion: int(nccl.ABIRelease)}
 	if h.Devices, err = b.devices(); err != nil {
 		return nil, err
@@ -321,7 +319,7 @@ func (b *bench) register() error {
 	if b.opts.Register == 0 {
 		return nil
 	}
-	symmetric := b.opts.Register == 2 && b.ncclVersion >= 22700
+	symmetric := b.opts.Register == 2 && capi.Present(capi.SymCommWindowRegister)
 	return nccl.Group(func() error {
 		for _, r := range b.ranks {
 			for _, buf := range []nccl.Buffer{r.sendBuf, r.recvBuf} {
@@ -1017,9 +1015,9 @@ var callers = [...]func(b *bench, r *rankState, op nccl.RedOp, inPlace bool, sen
 	collAllToAll: func(b *bench, r *rankState, _ nccl.RedOp, inPlace bool, send, recv uintptr) error {
 		count, n := b.cnt.param, uint64(b.nranks)
 		switch {
-		case b.ncclVersion >= alltoallRelease && send != recv:
+		case hasAlltoAll() && send != recv:
 			return r.comm.AllToAll(b.sub(r.sendOf(inPlace), send, count*n), b.sub(r.recvBuf, recv, count*n), r.stream)
-		case b.ncclVersion >= alltoallRelease:
+		case hasAlltoAll():
 			return allToAllInPlace(r.comm, send, count, b.dt.dt, r.stream)
 		}
 		return b.allToAllP2P(r, r.sendOf(inPlace), r.recvBuf, send, recv)

@@ -94,3 +94,30 @@ func TestFakeWrongResultsCounted(t *testing.T) {
 		}
 	})
 }
+
+// CommConfig sets what nccl-tests sets for the loaded release, each field
+// only where the version table says the release has it, and Init takes it.
+func TestFakeCommConfigPerRelease(t *testing.T) {
+	for _, tc := range []struct {
+		r              int
+		nvlink, maxP2P bool
+	}{{22703, false, false}, {22803, true, false}, {23007, true, true}} {
+		faketest.Run(t, faketest.Env{Release: tc.r}, func(t *testing.T) {
+			cfg := perf.CommConfig("sendrecv")
+			if got := cfg.NVLinkCentricSched != nil; got != tc.nvlink {
+				t.Errorf("NCCL %d: NVLinkCentricSched set %v, want %v", tc.r, got, tc.nvlink)
+			}
+			if got := cfg.MaxP2PPeers != nil; got != tc.maxP2P {
+				t.Errorf("NCCL %d: MaxP2PPeers set %v, want %v", tc.r, got, tc.maxP2P)
+			}
+			if cfg := perf.CommConfig("all_reduce"); cfg.MaxP2PPeers != nil {
+				t.Errorf("NCCL %d: MaxP2PPeers set for all_reduce", tc.r)
+			}
+			w, err := perf.LocalWorld(context.Background(), []int{0}, cfg)
+			if err != nil {
+				t.Fatalf("NCCL %d: %v", tc.r, err)
+			}
+			w.Close()
+		})
+	}
+}

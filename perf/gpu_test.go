@@ -3,7 +3,6 @@ package perf_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -101,9 +100,9 @@ func TestGPUEveryTestTwoProcesses(t *testing.T) {
 }
 
 func TestGPUTwoRanksOneProcessOneGPU(t *testing.T) {
-	gputest.RequireRelease(t, 23003)
-	if os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") != "1" {
-		t.Skip("set NCCL_MULTI_RANK_GPU_ENABLE=1 to let two ranks of one process share GPU 0")
+	gputest.Require(t)
+	if err := gputest.MultiRankGPU(); err != nil {
+		t.Skipf("two ranks of one process on GPU 0: %v (set NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL 2.30.3 or later)", err)
 	}
 	w, err := perf.LocalWorld(context.Background(), []int{0, 0}, perf.CommConfig("all_reduce"))
 	if err != nil {

@@ -9,22 +9,24 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/versions"
 	"github.com/nccl4go/nccl/rendezvous"
 )
 
 // CommConfig is the communicator configuration nccl-tests uses for a test
-// with the loaded NCCL: blocking, NVLink-centric scheduling from NCCL 2.28
-// on, and at most two P2P peers for sendrecv from 2.30 on.
+// with the loaded NCCL: blocking, NVLink-centric scheduling where the
+// loaded NCCL has [nccl.Config.NVLinkCentricSched], and at most two P2P
+// peers for sendrecv where it has [nccl.Config.MaxP2PPeers].
 func CommConfig(test string) *nccl.Config {
 	cfg := &nccl.Config{Blocking: nccl.Ptr(true)}
 	r, err := nccl.Version()
 	if err != nil {
 		return cfg
 	}
-	if r >= 22803 {
+	if versions.ConfigNVLinkCentricSched.In(int(r)) {
 		cfg.NVLinkCentricSched = nccl.Ptr(true)
 	}
-	if test == "sendrecv" && r >= 23003 {
+	if test == "sendrecv" && versions.ConfigMaxP2PPeers.In(int(r)) {
 		cfg.MaxP2PPeers = nccl.Ptr(2)
 	}
 	return cfg

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
 )
 
 // DefaultRanksPerRoot is how many ranks share one unique id, and so one
@@ -280,7 +281,7 @@ func (s *Session) groups() int {
 	if per < 0 || n <= per {
 		return 1
 	}
-	if v, err := nccl.Version(); err == nil && v < 22304 {
+	if _, err := nccl.Version(); err == nil && !capi.Present(capi.SymCommInitRankScalable) {
 		return 1 // no ncclCommInitRankScalable
 	}
 	return (n + per - 1) / per

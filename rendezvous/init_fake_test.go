@@ -90,6 +90,29 @@ func TestFakeCommunicatorScalable(t *testing.T) {
 	})
 }
 
+// A library without ncclCommInitRankScalable, whatever release it reports:
+// one unique id, plain inits (the function's presence decides, not the
+// release number).
+func TestFakeCommunicatorScalableMissing(t *testing.T) {
+	faketest.Run(t, faketest.Env{Devices: 8, Release: 22303, Version: 23007}, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		const n, per = 16, 8
+		_, errs := communicators(t, ctx, n, Options{RanksPerRoot: per})
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("rank %d: %v", r, err)
+			}
+		}
+		if got := faketest.Calls(t, "ncclGetUniqueId"); got != 1 {
+			t.Errorf("%d unique ids created, want 1", got)
+		}
+		if got := faketest.Calls(t, "ncclCommInitRankConfig"); got != n {
+			t.Errorf("%d inits, want %d", got, n)
+		}
+	})
+}
+
 // A rank whose NCCL init fails: it publishes its error, and the others,
 // whose inits hang waiting for it, stop with that error instead of timing
 // out.

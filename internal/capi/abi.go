@@ -69,9 +69,9 @@ func (c *Config) c() *C.capi_config_v23007 {
 }
 
 // CommQueryProperties calls ncclCommQueryProperties declaring version, with
-// the 40-byte 2.29.2 layout (narrow) or the 56-byte 2.29.7 layout.
-func CommQueryProperties(comm uintptr, version uint32, narrow bool) (Props, Status) {
-	if narrow {
+// the layout of family: PropsV22902 (40 bytes) or PropsV22907 (56 bytes).
+func CommQueryProperties(comm uintptr, version uint32, family int) (Props, Status) {
+	if family == PropsV22902 {
 		raw := C.capi_props_v22902{size: C.sizeof_capi_props_v22902, magic: APIMagic, version: C.uint(version)}
 		st := QueryProperties(comm, unsafe.Pointer(&raw))
 		return Props{

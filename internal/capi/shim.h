@@ -41,16 +41,18 @@ typedef struct {
 
 // ncclConfig_t as of NCCL 2.30.7: 96 bytes. Older libraries read a prefix
 // (they clamp size to their own sizeof) and reset fields newer than version.
+// blocking to splitShare are in every supported release; each later field
+// names its first (internal/versions has the same releases).
 typedef struct {
 	size_t size;
 	unsigned int magic;
 	unsigned int version;
-	int blocking;              // 2.14
-	int cgaClusterSize;        // 2.17
-	int minCTAs;               // 2.17
-	int maxCTAs;               // 2.17
-	const char *netName;       // 2.17
-	int splitShare;            // 2.18
+	int blocking;
+	int cgaClusterSize;
+	int minCTAs;
+	int maxCTAs;
+	const char *netName;
+	int splitShare;
 	int trafficClass;          // 2.26 (honoured from config version 2.25.0)
 	const char *commName;      // 2.27
 	int collnetEnable;         // 2.27
@@ -91,9 +93,9 @@ typedef struct {
 	uint8_t deviceApiSupport;
 	uint8_t multimemSupport;
 	int ginType;
-	int nLsaTeams;
-	uint8_t hostRmaSupport;
-	int railedGinType;
+	int nLsaTeams;          // 2.29.7
+	uint8_t hostRmaSupport; // 2.29.7
+	int railedGinType;      // 2.29.7
 } capi_props_v22907;
 
 // ncclSimInfo_t, 2.22.3 through 2.30.7: 24 bytes.
@@ -150,15 +152,15 @@ typedef struct {
 	void *resourceRequirementsList;
 	void *teamRequirementsList;
 	uint8_t lsaMultimem;
-	int barrierCount;
+	int barrierCount;                // 2.28.7
 	int lsaBarrierCount;
-	int railGinBarrierCount;
-	int lsaLLA2ABlockCount;
-	int lsaLLA2ASlotCount;
-	uint8_t ginForceEnable;
-	int ginContextCount;
-	int ginSignalCount;
-	int ginCounterCount;
+	int railGinBarrierCount;         // 2.28.7
+	int lsaLLA2ABlockCount;          // 2.28.7
+	int lsaLLA2ASlotCount;           // 2.28.7
+	uint8_t ginForceEnable;          // 2.28.7
+	int ginContextCount;             // 2.28.7
+	int ginSignalCount;              // 2.28.7
+	int ginCounterCount;             // 2.28.7
 	int ginConnectionType;           // 2.29.7
 	uint8_t ginExclusiveContexts;    // 2.29.7
 	int ginQueueDepth;               // 2.29.7

@@ -122,6 +122,12 @@ type DevCommReqs struct {
 	GinVaSignalsRequired     bool
 }
 
+// ncclCommProperties_t layout families.
+const (
+	PropsV22902 = iota // 2.29.2-2.29.3: 40 bytes, a 1-byte ginType
+	PropsV22907        // 2.29.7 onwards: 56 bytes
+)
+
 // Requirement layout families.
 const (
 	ReqsV22803    = iota // 2.28.3: 24 bytes, no header

@@ -641,8 +641,8 @@ func CuMemSetAccess(ctx, p uintptr, size uint64, dev int32) int32 {
 }
 
 // CommQueryProperties calls ncclCommQueryProperties declaring version, with
-// the 40-byte 2.29.2 layout (narrow) or the 56-byte 2.29.7 layout.
-func CommQueryProperties(comm uintptr, version uint32, narrow bool) (Props, Status) {
+// the layout of family: PropsV22902 (40 bytes) or PropsV22907 (56 bytes).
+func CommQueryProperties(comm uintptr, version uint32, family int) (Props, Status) {
 	return *new(Props), Status{Code: NotLoaded, Detail: noCgo}
 }
 

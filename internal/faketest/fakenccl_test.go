@@ -49,7 +49,7 @@ func rawComm(t *testing.T, nranks int) uintptr {
 
 type propsCase struct {
 	declared uint32
-	narrow   bool
+	family   int   // capi.PropsV22902 or capi.PropsV22907
 	code     int32 // expected result
 	want     capi.Props
 }
@@ -57,7 +57,7 @@ type propsCase struct {
 func checkProps(t *testing.T, comm uintptr, cases []propsCase) {
 	t.Helper()
 	for _, c := range cases {
-		got, st := capi.CommQueryProperties(comm, c.declared, c.narrow)
+		got, st := capi.CommQueryProperties(comm, c.declared, c.family)
 		if st.Code != c.code {
 			t.Errorf("declared %d: result %d (%s), want %d", c.declared, st.Code, st.Detail, c.code)
 			continue
@@ -86,39 +86,39 @@ func TestFakeProperties(t *testing.T) {
 	t.Run("2.29.2", func(t *testing.T) {
 		faketest.Run(t, faketest.Env{Release: 22902, Extra: extra}, func(t *testing.T) {
 			checkProps(t, rawComm(t, 2), []propsCase{
-				{22902, true, 0, narrow},
-				{21000, true, 0, narrow}, // no lower bound
-				{22903, true, invalidUsage, capi.Props{}},
+				{22902, capi.PropsV22902, 0, narrow},
+				{21000, capi.PropsV22902, 0, narrow}, // no lower bound
+				{22903, capi.PropsV22902, invalidUsage, capi.Props{}},
 			})
 		})
 	})
 	t.Run("2.29.7", func(t *testing.T) {
 		faketest.Run(t, faketest.Env{Release: 22907, Extra: extra}, func(t *testing.T) {
 			checkProps(t, rawComm(t, 2), []propsCase{
-				{22902, true, 0, filtered}, // the 2.29.2 shim: ginType NONE
-				{22907, false, 0, wide},
-				{22905, false, 0, wide},
-				{22000, false, 0, wide}, // below 22902: the current layout
-				{22908, false, invalidUsage, capi.Props{}},
+				{22902, capi.PropsV22902, 0, filtered}, // the 2.29.2 shim: ginType NONE
+				{22907, capi.PropsV22907, 0, wide},
+				{22905, capi.PropsV22907, 0, wide},
+				{22000, capi.PropsV22907, 0, wide}, // below 22902: the current layout
+				{22908, capi.PropsV22907, invalidUsage, capi.Props{}},
 			})
 		})
 		faketest.Run(t, faketest.Env{Release: 22907, Extra: append(extra, "NCCL_ENABLE_VERSION_CHECK=0")}, func(t *testing.T) {
-			checkProps(t, rawComm(t, 2), []propsCase{{23007, false, 0, wide}})
+			checkProps(t, rawComm(t, 2), []propsCase{{23007, capi.PropsV22907, 0, wide}})
 		})
 	})
 	t.Run("2.30.7", func(t *testing.T) {
 		faketest.Run(t, faketest.Env{Release: 23007, Extra: extra}, func(t *testing.T) {
 			checkProps(t, rawComm(t, 2), []propsCase{
-				{22902, true, 0, filtered},
-				{22903, true, 0, filtered},
-				{22904, true, invalidUsage, capi.Props{}},
-				{22907, false, 0, wideFiltered},
-				{22999, false, invalidUsage, capi.Props{}},
-				{23000, false, 0, wide},
-				{23003, false, 0, wide},
-				{23007, false, 0, wide},
-				{23008, false, invalidUsage, capi.Props{}},
-				{21000, false, invalidUsage, capi.Props{}},
+				{22902, capi.PropsV22902, 0, filtered},
+				{22903, capi.PropsV22902, 0, filtered},
+				{22904, capi.PropsV22902, invalidUsage, capi.Props{}},
+				{22907, capi.PropsV22907, 0, wideFiltered},
+				{22999, capi.PropsV22907, invalidUsage, capi.Props{}},
+				{23000, capi.PropsV22907, 0, wide},
+				{23003, capi.PropsV22907, 0, wide},
+				{23007, capi.PropsV22907, 0, wide},
+				{23008, capi.PropsV22907, invalidUsage, capi.Props{}},
+				{21000, capi.PropsV22907, invalidUsage, capi.Props{}},
 			})
 		})
 	})
@@ -130,10 +130,10 @@ func TestFakeProperties(t *testing.T) {
 	t.Run("2.31", func(t *testing.T) {
 		faketest.Run(t, faketest.Env{Release: 23007, Version: 23105, Extra: extra}, func(t *testing.T) {
 			checkProps(t, rawComm(t, 2), []propsCase{
-				{23007, false, 0, wide},
-				{23008, false, invalidUsage, capi.Props{}},
-				{23099, false, invalidUsage, capi.Props{}},
-				{23106, false, invalidUsage, capi.Props{}},
+				{23007, capi.PropsV22907, 0, wide},
+				{23008, capi.PropsV22907, invalidUsage, capi.Props{}},
+				{23099, capi.PropsV22907, invalidUsage, capi.Props{}},
+				{23106, capi.PropsV22907, invalidUsage, capi.Props{}},
 			})
 		})
 	})

@@ -24,6 +24,8 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/versions"
 )
 
 // Environment of a rank's child process.
@@ -68,12 +70,18 @@ func Require(t testing.TB) nccl.Release {
 	return r
 }
 
-// RequireRelease skips unless the loaded NCCL is at least since.
-func RequireRelease(t testing.TB, since nccl.Release) nccl.Release {
+// RequireFunc skips, saying why, unless the loaded NCCL exports function s
+// (its presence is the fact; the release only explains the skip). A library
+// of a release that should have it but does not fails t: a skip would hide
+// a broken library or a wrong first release in shim.h's list.
+func RequireFunc(t testing.TB, s capi.Sym) nccl.Release {
 	t.Helper()
 	r := Require(t)
-	if r < since {
-		t.Skipf("needs NCCL %s, loaded %s", since, r)
+	if since := nccl.Release(capi.SymSince[s]); !capi.Present(s) {
+		if r >= since {
+			t.Fatalf("the loaded NCCL %s lacks %s, first in %s", r, capi.SymName[s], since)
+		}
+		t.Skipf("needs %s (NCCL %s), loaded %s", capi.SymName[s], since, r)
 	}
 	return r
 }
@@ -159,15 +167,15 @@ func runPattern(name string) string {
 }
 
 // MultiRankGPU reports whether ranks of one process may share a GPU with the
-// loaded NCCL (2.30.3 and later with NCCL_MULTI_RANK_GPU_ENABLE=1), and if
-// not, why.
+// loaded NCCL (one that has [versions.MultiRankGPU], with
+// NCCL_MULTI_RANK_GPU_ENABLE=1), and if not, why.
 func MultiRankGPU() error {
 	r, err := nccl.Version()
 	if err != nil {
 		return err
 	}
-	if r < 23003 {
-		return fmt.Errorf("NCCL %s: several ranks of one process on one GPU need 2.30.3", r)
+	if f := versions.MultiRankGPU; !f.In(int(r)) {
+		return &nccl.UnsupportedError{Feature: f.Name(), Since: nccl.Release(f.Since()), Loaded: r}
 	}
 	if os.Getenv("NCCL_MULTI_RANK_GPU_ENABLE") != "1" {
 		return fmt.Errorf("NCCL_MULTI_RANK_GPU_ENABLE is not 1")

@@ -1,0 +1,244 @@
+// Package versions is the binding's table of NCCL version facts: for each
+// thing of NCCL's that the binding uses and that not every supported release
+// has (a field of a versioned struct, a flag value, a data type, a
+// behaviour), its name and first release, one row each; and, beside it, the
+// struct layouts that change with the release ([DevCommLayouts],
+// [PropsLayouts]).
+//
+// NCCL functions are not here: internal/capi's generated symbol table
+// (capi.SymName, capi.SymSince, from shim.h's list) has them, and whether
+// the loaded library exports one (capi.Present), not its release, is what
+// callers ask.
+//
+// A release is an NCCL_VERSION_CODE number, major*10000+minor*100+patch
+// (2.28.3 is 22803). The root package turns a missing feature into its
+// *UnsupportedError ("requires NCCL x.y.z, loaded a.b.c"); the other
+// packages ask [Feature.In] with the loaded release.
+//
+// A release's new field of ncclConfig_t, ncclDevCommRequirements_t or
+// ncclCommProperties_t is a constant and a row here (with the Go field it
+// gates), the Go field documented with the release, the shim's C field with
+// the same release in a comment, and the line that encodes (or decodes) it;
+// a new struct layout is a row of its layout table. The root package's
+// versions_test.go fails for each part left out, for a row that cannot fail
+// (not newer than what already gates the struct) and for a row newer than
+// the ABI the binding declares (nccl.ABIRelease).
+package versions
+
+import (
+	"strings"
+
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// Feature is one row of [Table].
+type Feature uint8
+
+// The features, grouped by kind; struct fields in the struct's order.
+const (
+	// ncclConfig_t fields newer than the oldest supported release. The
+	// fields every supported release has (blocking to splitShare) need
+	// no row.
+	ConfigTrafficClass Feature = iota
+	ConfigCommName
+	ConfigCollNetEnable
+	ConfigCTAPolicy
+	ConfigShrinkShare
+	ConfigNVLSCTAs
+	ConfigNChannelsPerNetPeer
+	ConfigNVLinkCentricSched
+	ConfigGraphUsageMode
+	ConfigNumRMACtx
+	ConfigMaxP2PPeers
+	ConfigGraphStreamOrdering
+
+	// ncclDevCommRequirements_t fields newer than ncclDevCommCreate (the
+	// first layout's lsaMultimem and lsaBarrierCount need no row).
+	ReqsBarrierCount
+	ReqsRailGINBarrierCount
+	ReqsLSALLA2ABlockCount
+	ReqsLSALLA2ASlotCount
+	ReqsGINForceEnable
+	ReqsGINContextCount
+	ReqsGINSignalCount
+	ReqsGINCounterCount
+	ReqsGINConnectionType
+	ReqsGINExclusiveContexts
+	ReqsGINQueueDepth
+	ReqsGINTrafficClass
+	ReqsWorldGINBarrierCount
+	ReqsGINStrongSignalsRequired
+	ReqsGINVASignalsRequired
+
+	// ncclCommProperties_t fields newer than ncclCommQueryProperties.
+	PropsNumLSATeams
+	PropsHostRMASupport
+	PropsRailedGINType
+
+	// Flag values and data types.
+	CTAPolicyZero        // NCCL_CTA_POLICY_ZERO
+	CTAPolicyCombined    // both CTA policy flags at once
+	WindowStrictOrdering // NCCL_WIN_STRICT_ORDERING
+	Float8E4M3           // ncclFloat8e4m3
+	Float8E5M2           // ncclFloat8e5m2
+
+	// Behaviours of the library.
+	MaxChannels64              // MAXCHANNELS is 64 (32 before)
+	WindowAlignment            // NCCL_WIN_REQUIRED_ALIGNMENT: a window starts 4096-aligned in its allocation
+	SymmetricMemoryOneRank     // symmetric memory for a communicator of one rank
+	GINResourcesNeedConnection // ncclDevCommCreate refuses GIN resources without a GIN connection
+	MultiRankGPU               // several ranks of one process on one GPU (with NCCL_MULTI_RANK_GPU_ENABLE=1)
+
+	NumFeatures
+)
+
+// Row is what the table knows of a feature.
+type Row struct {
+	// Name is the feature as NCCL spells it: "ncclConfig_t.commName",
+	// "NCCL_CTA_POLICY_ZERO", or a phrase for a behaviour.
+	Name string
+	// Since is the first release that has it.
+	Since int
+	// Field is, for a struct field, the field of the binding's struct that
+	// carries it ("CommName" of nccl.Config); "" for anything else.
+	Field string
+}
+
+// Table is every feature's row.
+var Table = [NumFeatures]Row{
+	ConfigTrafficClass:        {"ncclConfig_t.trafficClass", 22602, "TrafficClass"},
+	ConfigCommName:            {"ncclConfig_t.commName", 22703, "CommName"},
+	ConfigCollNetEnable:       {"ncclConfig_t.collnetEnable", 22703, "CollNetEnable"},
+	ConfigCTAPolicy:           {"ncclConfig_t.CTAPolicy", 22703, "CTAPolicy"},
+	ConfigShrinkShare:         {"ncclConfig_t.shrinkShare", 22703, "ShrinkShare"},
+	ConfigNVLSCTAs:            {"ncclConfig_t.nvlsCTAs", 22703, "NVLSCTAs"},
+	ConfigNChannelsPerNetPeer: {"ncclConfig_t.nChannelsPerNetPeer", 22803, "NChannelsPerNetPeer"},
+	ConfigNVLinkCentricSched:  {"ncclConfig_t.nvlinkCentricSched", 22803, "NVLinkCentricSched"},
+	ConfigGraphUsageMode:      {"ncclConfig_t.graphUsageMode", 22902, "GraphUsageMode"},
+	ConfigNumRMACtx:           {"ncclConfig_t.numRmaCtx", 22902, "NumRMACtx"},
+	ConfigMaxP2PPeers:         {"ncclConfig_t.maxP2pPeers", 23003, "MaxP2PPeers"},
+	ConfigGraphStreamOrdering: {"ncclConfig_t.graphStreamOrdering", 23007, "GraphStreamOrdering"},
+
+	ReqsBarrierCount:             {"ncclDevCommRequirements_t.barrierCount", 22807, "BarrierCount"},
+	ReqsRailGINBarrierCount:      {"ncclDevCommRequirements_t.railGinBarrierCount", 22807, "RailGINBarrierCount"},
+	ReqsLSALLA2ABlockCount:       {"ncclDevCommRequirements_t.lsaLLA2ABlockCount", 22807, "LSALLA2ABlockCount"},
+	ReqsLSALLA2ASlotCount:        {"ncclDevCommRequirements_t.lsaLLA2ASlotCount", 22807, "LSALLA2ASlotCount"},
+	ReqsGINForceEnable:           {"ncclDevCommRequirements_t.ginForceEnable", 22807, "GINForceEnable"},
+	ReqsGINContextCount:          {"ncclDevCommRequirements_t.ginContextCount", 22807, "GINContextCount"},
+	ReqsGINSignalCount:           {"ncclDevCommRequirements_t.ginSignalCount", 22807, "GINSignalCount"},
+	ReqsGINCounterCount:          {"ncclDevCommRequirements_t.ginCounterCount", 22807, "GINCounterCount"},
+	ReqsGINConnectionType:        {"ncclDevCommRequirements_t.ginConnectionType", 22907, "GINConnectionType"},
+	ReqsGINExclusiveContexts:     {"ncclDevCommRequirements_t.ginExclusiveContexts", 22907, "GINExclusiveContexts"},
+	ReqsGINQueueDepth:            {"ncclDevCommRequirements_t.ginQueueDepth", 22907, "GINQueueDepth"},
+	ReqsGINTrafficClass:          {"ncclDevCommRequirements_t.ginTrafficClass", 23003, "GINTrafficClass"},
+	ReqsWorldGINBarrierCount:     {"ncclDevCommRequirements_t.worldGinBarrierCount", 23003, "WorldGINBarrierCount"},
+	ReqsGINStrongSignalsRequired: {"ncclDevCommRequirements_t.ginStrongSignalsRequired", 23007, "GINStrongSignalsRequired"},
+	ReqsGINVASignalsRequired:     {"ncclDevCommRequirements_t.ginVaSignalsRequired", 23007, "GINVASignalsRequired"},
+
+	PropsNumLSATeams:    {"ncclCommProperties_t.nLsaTeams", 22907, "NumLSATeams"},
+	PropsHostRMASupport: {"ncclCommProperties_t.hostRmaSupport", 22907, "HostRMASupport"},
+	PropsRailedGINType:  {"ncclCommProperties_t.railedGinType", 22907, "RailedGINType"},
+
+	CTAPolicyZero:        {Name: "NCCL_CTA_POLICY_ZERO", Since: 22803},
+	CTAPolicyCombined:    {Name: "combined CTA policies", Since: 22902},
+	WindowStrictOrdering: {Name: "NCCL_WIN_STRICT_ORDERING", Since: 22907},
+	Float8E4M3:           {Name: "ncclFloat8e4m3", Since: 22403},
+	Float8E5M2:           {Name: "ncclFloat8e5m2", Since: 22403},
+
+	MaxChannels64:              {Name: "64 channels (MAXCHANNELS)", Since: 22501},
+	WindowAlignment:            {Name: "NCCL_WIN_REQUIRED_ALIGNMENT", Since: 22803},
+	SymmetricMemoryOneRank:     {Name: "symmetric memory on a communicator of one rank", Since: 22807},
+	GINResourcesNeedConnection: {Name: "ncclDevCommCreate's check that GIN resources have a GIN connection", Since: 22907},
+	MultiRankGPU:               {Name: "several ranks of one process on one GPU", Since: 23003},
+}
+
+// Name is the feature as NCCL spells it.
+func (f Feature) Name() string { return Table[f].Name }
+
+// Since is the feature's first release.
+func (f Feature) Since() int { return Table[f].Since }
+
+// Field is the Go struct field the feature gates, or "".
+func (f Feature) Field() string { return Table[f].Field }
+
+// In reports whether release r has the feature.
+func (f Feature) In(r int) bool { return r >= Table[f].Since }
+
+// Struct is the C struct of a field row ("ncclConfig_t"), or "".
+func (r Row) Struct() string {
+	if s, _, ok := strings.Cut(r.Name, "."); ok && r.Field != "" {
+		return s
+	}
+	return ""
+}
+
+// Fields lists, in table order, the field rows of C struct name.
+func Fields(name string) []Feature {
+	var out []Feature
+	for f := range NumFeatures {
+		if Table[f].Struct() == name {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// DevCommLayout is how the releases from From on lay out
+// ncclDevCommRequirements_t, and how many bytes of ncclDevComm_t they write
+// (NCCL's nccl_device headers).
+type DevCommLayout struct {
+	From int // the first release (for the versioned family: declared version) with the layout
+	// Family is capi.ReqsV22803, capi.ReqsV22807 (fixed structs without a
+	// header) or capi.ReqsVersioned (a header, then every field of the
+	// declared version).
+	Family   int
+	ReqsSize int // bytes of the requirements struct
+	DevComm  int // bytes of ncclDevComm_t NCCL writes
+}
+
+// DevCommLayouts are the layouts, oldest first; a release uses the last
+// whose From it has reached.
+var DevCommLayouts = [...]DevCommLayout{
+	{From: 22803, Family: capi.ReqsV22803, ReqsSize: 24, DevComm: 88},
+	{From: 22807, Family: capi.ReqsV22807, ReqsSize: 56, DevComm: 200},
+	{From: 22902, Family: capi.ReqsVersioned, ReqsSize: 72, DevComm: 200},
+	{From: 22905, Family: capi.ReqsVersioned, ReqsSize: 88, DevComm: 224},
+	{From: 23000, Family: capi.ReqsVersioned, ReqsSize: 96, DevComm: 240},
+}
+
+// DevCommLayoutFor is the layout of release (or declared version) r; ok is
+// false before the first (no ncclDevCommCreate).
+func DevCommLayoutFor(r int) (DevCommLayout, bool) { return layoutFor(DevCommLayouts[:], r) }
+
+// PropsLayout is how the declared versions from From on lay out
+// ncclCommProperties_t.
+type PropsLayout struct {
+	From   int
+	Family int // capi.PropsV22902 or capi.PropsV22907
+	Size   int // bytes of the struct
+}
+
+// PropsLayouts are the layouts, oldest first; a declared version uses the
+// last whose From it has reached. The fields each adds have rows in
+// [Table] (PropsNumLSATeams...).
+var PropsLayouts = [...]PropsLayout{
+	{From: 22902, Family: capi.PropsV22902, Size: 40},
+	{From: 22907, Family: capi.PropsV22907, Size: 56},
+}
+
+// PropsLayoutFor is the layout of declared version v; ok is false before
+// the first (no ncclCommQueryProperties).
+func PropsLayoutFor(v int) (PropsLayout, bool) { return layoutFor(PropsLayouts[:], v) }
+
+// layoutFor is the last of rows whose From r has reached.
+func layoutFor[L interface{ from() int }](rows []L, r int) (l L, ok bool) {
+	for _, row := range rows {
+		if r >= row.from() {
+			l, ok = row, true
+		}
+	}
+	return l, ok
+}
+
+func (l DevCommLayout) from() int { return l.From }
+func (l PropsLayout) from() int   { return l.From }
