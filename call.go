@@ -59,16 +59,16 @@ const (
 // lockLive locks c and returns its NCCL pointer, or a StateError (unlocked).
 func (c *Communicator) lockLive(op string) (uintptr, error) {
 	if c == nil {
-		return 0, &StateError{Op: op}
+		return 0, refusal(op, stateNull, evUse, nil)
 	}
 	c.mu.Lock()
-	if c.ptr == 0 {
-		if c.life.pend != nil {
-			return c.lockPendingLocked(op) // child.go
+	if c.ptr == 0 { // not live, finalized or revoked (state.go)
+		if c.state == statePending {
+			return c.lockPendingLocked(op) // pending.go
 		}
-		st, cause := c.state, c.abortCause
+		err := c.refusalLocked(op, evUse)
 		c.mu.Unlock()
-		return 0, &StateError{Op: op, State: st.String(), Cause: cause}
+		return 0, err
 	}
 	return c.ptr, nil
 }
@@ -81,7 +81,8 @@ func (c *Communicator) lock(op string, t take) (uintptr, error) {
 		if err != nil || t == takeLive {
 			return ptr, err
 		}
-		if err := c.noNewWorkLocked(op); err != nil {
+		if !c.allowsLocked(evQueue) { // finalized or revoked
+			err := c.refusalLocked(op, evQueue)
 			c.mu.Unlock()
 			return 0, err
 		}
@@ -124,18 +125,6 @@ func (c *Communicator) prepare(op string) error {
 		if c.identity {
 			c.registerTraceLocked() // record.go
 		}
-	}
-	return nil
-}
-
-// noNewWorkLocked refuses new work on a finalized or revoked communicator
-// (mu held).
-func (c *Communicator) noNewWorkLocked(op string) error {
-	switch {
-	case c.finalized:
-		return fmt.Errorf("nccl: %s: communicator finalized (by Finalize, or by a Destroy under way): it takes no new operations: %w", op, ErrClosed)
-	case c.revoked:
-		return fmt.Errorf("nccl: %s: communicator revoked: it takes no new operations (Split, Shrink, Destroy or Abort it): %w", op, ErrClosed)
 	}
 	return nil
 }
@@ -203,14 +192,17 @@ func (c *Communicator) attemptLifecycleLocked(ptr uintptr, ev *trace.Event, f fu
 func (c *Communicator) recordsBeforeLocked(op trace.Op, ptr uintptr) bool {
 	switch op {
 	case trace.Split, trace.Shrink, trace.Grow:
+		if !c.allowsLocked(evDerive) {
+			return false
+		}
 	case trace.Finalize:
-		if c.revoked {
+		if !c.allowsLocked(evFinalize) {
 			return false
 		}
 	default:
 		return false
 	}
-	return c.blocking && !c.nbCounted && !c.finalized && capi.GroupDepth() == 0 &&
+	return c.blocking && !c.nbCounted && capi.GroupDepth() == 0 &&
 		capi.GroupHeld(ptr) == 0 && !capi.GroupOrphaned(ptr)
 }
 
@@ -284,7 +276,7 @@ func (c *Communicator) Wait(ctx context.Context) error { return c.wait(ctx, "Wai
 // [ErrInProgress] while an operation runs, or the error that broke it (for
 // example [ErrRemote] when a peer failed). Not collective. NCCL 2.4.2.
 func (c *Communicator) AsyncError() error {
-	state, st, err := c.asyncState("get async error")
+	state, st, err := c.asyncState("AsyncError")
 	if err != nil {
 		return err
 	}
@@ -306,7 +298,7 @@ func (c *Communicator) AsyncError() error {
 // communicator. Errors from this package already carry it. Not collective.
 // NCCL 2.13.4.
 func (c *Communicator) LastError() (string, error) {
-	if err := c.checkLive("get last error"); err != nil {
+	if err := c.checkLive("LastError"); err != nil {
 		return "", err
 	}
 	return capi.GetLastError(), nil

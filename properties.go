@@ -106,7 +106,7 @@ func (c *Communicator) tryProperties(op string) (*Properties, int32, error) {
 // queried once and cached). On NCCL before 2.29.2 it returns an error
 // wrapping [ErrUnsupported]. Not collective. NCCL 2.29.2.
 func (c *Communicator) Properties() (Properties, error) {
-	p, err := c.properties("query properties")
+	p, err := c.properties("Properties")
 	if err != nil {
 		return Properties{}, err
 	}
@@ -121,7 +121,7 @@ func (c *Communicator) Properties() (Properties, error) {
 // CUDADevice is the CUDA device index NCCL reports in the properties
 // (ncclCommQueryProperties' cudaDev, cached). Not collective. NCCL 2.29.2.
 func (c *Communicator) CUDADevice() (int, error) {
-	p, err := c.properties("get CUDA device")
+	p, err := c.properties("CUDADevice")
 	if err != nil {
 		return 0, err
 	}
@@ -132,7 +132,7 @@ func (c *Communicator) CUDADevice() (int, error) {
 // CUDA index (ncclCommQueryProperties' nvmlDev, cached). Not collective.
 // NCCL 2.29.2.
 func (c *Communicator) NVMLDevice() (int, error) {
-	p, err := c.properties("get NVML device")
+	p, err := c.properties("NVMLDevice")
 	if err != nil {
 		return 0, err
 	}
@@ -143,7 +143,7 @@ func (c *Communicator) NVMLDevice() (int, error) {
 // (ncclCommQueryProperties' deviceApiSupport, cached). Not collective.
 // NCCL 2.29.2.
 func (c *Communicator) DeviceAPISupport() (bool, error) {
-	p, err := c.properties("get device API support")
+	p, err := c.properties("DeviceAPISupport")
 	if err != nil {
 		return false, err
 	}
@@ -154,7 +154,7 @@ func (c *Communicator) DeviceAPISupport() (bool, error) {
 // (ncclCommQueryProperties' multimemSupport, cached). Not collective.
 // NCCL 2.29.2.
 func (c *Communicator) MultimemSupport() (bool, error) {
-	p, err := c.properties("get multimem support")
+	p, err := c.properties("MultimemSupport")
 	if err != nil {
 		return false, err
 	}
@@ -165,7 +165,7 @@ func (c *Communicator) MultimemSupport() (bool, error) {
 // (ncclCommQueryProperties' ginType, cached); [GINNone] means no GIN
 // resources can be requested. Not collective. NCCL 2.29.2.
 func (c *Communicator) GINType() (GINType, error) {
-	p, err := c.properties("get GIN type")
+	p, err := c.properties("GINType")
 	if err != nil {
 		return 0, err
 	}
@@ -176,7 +176,7 @@ func (c *Communicator) GINType() (GINType, error) {
 // (ncclCommQueryProperties' nLsaTeams, cached). Not collective. NCCL
 // 2.29.7; [ErrUnsupported] before.
 func (c *Communicator) NumLSATeams() (int, error) {
-	p, err := c.properties("get LSA team count")
+	p, err := c.properties("NumLSATeams")
 	if err != nil {
 		return 0, err
 	}
@@ -190,7 +190,7 @@ func (c *Communicator) NumLSATeams() (int, error) {
 // (ncclCommQueryProperties' hostRmaSupport, cached). Not collective.
 // NCCL 2.29.7; [ErrUnsupported] before.
 func (c *Communicator) HostRMASupport() (bool, error) {
-	p, err := c.properties("get host RMA support")
+	p, err := c.properties("HostRMASupport")
 	if err != nil {
 		return false, err
 	}
@@ -205,7 +205,7 @@ func (c *Communicator) HostRMASupport() (bool, error) {
 // connection type is not possible. Not collective. NCCL 2.29.7;
 // [ErrUnsupported] before.
 func (c *Communicator) RailedGINType() (GINType, error) {
-	p, err := c.properties("get railed GIN type")
+	p, err := c.properties("RailedGINType")
 	if err != nil {
 		return 0, err
 	}

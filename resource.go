@@ -2,7 +2,9 @@ package nccl
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/nccl4go/nccl/internal/capi"
 )
@@ -13,6 +15,37 @@ import (
 // may be finished by NCCL after their call returned: at the end of the
 // group that issued it, or in the background on a non-blocking
 // communicator.
+
+// resource is something a communicator tracks and closes before it goes.
+type resource interface {
+	// closeLocked releases the resource; the communicator's mu is held and
+	// its ptr is still valid.
+	closeLocked() error
+}
+
+// closeResources closes every tracked resource, newest first.
+func (c *Communicator) closeResources() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for i := len(c.resources) - 1; i >= 0; i-- {
+		if err := c.resources[i].closeLocked(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.resources = nil
+	return errors.Join(errs...)
+}
+
+// trackLocked adds a resource to be closed by Destroy and Abort (mu held).
+func (c *Communicator) trackLocked(r resource) { c.resources = append(c.resources, r) }
+
+// untrackLocked forgets a resource closed on its own (mu held).
+func (c *Communicator) untrackLocked(r resource) {
+	if i := slices.Index(c.resources, r); i >= 0 {
+		c.resources = slices.Delete(c.resources, i, i+1)
+	}
+}
 
 // closedErr is the error of a closed resource.
 func closedErr(op, what string) error {
