@@ -308,7 +308,7 @@ func (c *Communicator) resolve() (p *pendingChild, done bool, err error) {
 // (then nothing is left to abort): a child whose parent's job is still
 // running is marked abandoned, and the parent aborts what NCCL stores for it
 // when the parent is released (NCCL cannot cancel a split alone).
-func (c *Communicator) abandonPending(cause error) bool {
+func (c *Communicator) abandonPending(op string, cause error) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.life.pend
@@ -321,7 +321,7 @@ func (c *Communicator) abandonPending(cause error) bool {
 	}
 	p.abandon()
 	c.life.pend = nil
-	c.moveLocked("Abort", evAbort)
+	c.moveLocked(op, evAbort)
 	c.abortCause = cause
 	c.stopLeakWatchLocked()
 	return true

@@ -169,7 +169,7 @@ func (c *Communicator) skipsFinalize() bool {
 // aborts the communicator (of concurrent AbortCause calls, the one that
 // returns nil; the others return an error wrapping [ErrClosed]), and the
 // first cause recorded stays.
-func (c *Communicator) AbortCause(cause error) error { return c.abort(cause) }
+func (c *Communicator) AbortCause(cause error) error { return c.abort("AbortCause", cause) }
 
 // Abort closes the communicator's resources and frees it at once,
 // cancelling its operations in flight (ncclCommAbort). Every active rank
@@ -190,23 +190,23 @@ func (c *Communicator) AbortCause(cause error) error { return c.abort(cause) }
 // queued) and can be aborted; Go parks the main thread instead of ending
 // it, so there the holds stay. Not collective in this process's view; NCCL asks every active
 // rank to abort. NCCL 2.4.2.
-func (c *Communicator) Abort() error { return c.abort(nil) }
+func (c *Communicator) Abort() error { return c.abort("Abort", nil) }
 
-// abort is Abort recording cause (nil: none) if this call is the one that
+// abort is Abort (op: "Abort" or "AbortCause") recording cause (nil: none) if this call is the one that
 // aborts the communicator: the cause travels as an argument to release, so
 // that a concurrent AbortCause cannot lend it its own.
-func (c *Communicator) abort(cause error) error {
-	if c == nil || c.abandonPending(cause) {
+func (c *Communicator) abort(op string, cause error) error {
+	if c == nil || c.abandonPending(op, cause) {
 		return nil
 	}
-	if null, err := c.releaseNull("Abort", evAbort); null {
+	if null, err := c.releaseNull(op, evAbort); null {
 		return err
 	}
-	if err := c.notInGroup("Abort", c.Ptr()); err != nil {
+	if err := c.notInGroup(op, c.Ptr()); err != nil {
 		return err
 	}
 	err := c.closeResources()
-	return errors.Join(err, c.release("Abort", "ncclCommAbort", capi.CommAbort, evAbort, cause))
+	return errors.Join(err, c.release(op, "ncclCommAbort", capi.CommAbort, evAbort, cause))
 }
 
 // releaseNull is releaseNullLocked when c has no NCCL pointer: null
