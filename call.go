@@ -15,8 +15,9 @@ import (
 // through this file:
 //
 //  1. take: lock the communicator (mu) and get its live NCCL pointer; the
-//     levels of take say what must hold besides (takeLive: initialized;
-//     takeWork: also not finalized or revoked; takePrepared: also the
+//     levels of take say what the lifecycle (state.go) must allow besides
+//     (takeLive: any call on an NCCL communicator; takeWork: also new
+//     operations, so not finalized or revoked; takePrepared: also the
 //     identity and the facts the hot path checks against are cached, read
 //     in a slow path once per NCCL communicator).
 //  2. attempt: run the call's own checks and its one C call with mu held
@@ -25,14 +26,30 @@ import (
 //     progress (non-blocking communicators), and capi.Held or
 //     capi.Orphaned when another thread's group owns its queue.
 //  3. retry: on capi.Pending, wait for that operation with mu released
-//     (wait, below), then attempt again. This is the only retry loop.
+//     (wait, below), then attempt again. retry is the package's only retry
+//     loop: the queries that find NCCL still creating the communicator
+//     (identity, properties), the closing of resources and Window.UserPtr
+//     answer capi.Pending to it too. start is steps 1 to 3.
 //  4. finish: turn the status into an error. ncclInProgress means NCCL
 //     started the work in the background: the call waits for it when its
 //     mode is completed or the communicator is blocking, outside a group.
+//     call is steps 1 to 4; calls that create something (Split, Shrink,
+//     Grow, windows and device communicators: createAsync in resource.go)
+//     finish themselves after start.
 //
-// The plain variants of the API (Split, Finalize, ...) run in mode started,
-// their ...Context variants in mode completed: the mode is an explicit
-// argument, never a value hidden in a context.
+// wait is the one wait: it polls the communicator's state with backoff,
+// mu released between polls, and aborts the communicator when its context
+// ends; for a Split or Shrink child still pending it first waits on the
+// parent (awaitPending, pending.go).
+//
+// A call that has a ...Context variant runs in mode started in its plain
+// variant (Split, Finalize, Revoke, ...) and in mode completed in its
+// ...Context variant. A call without one whose answer is a value the
+// caller gets at once (GetUniqueID, MemStat, RegisterBuffer, PreMulSum)
+// runs in mode completed, and so does Destroy (DestroyContext with a
+// background context: NCCL frees the communicator only once its work is
+// over). The mode is an explicit argument, never a value hidden in a
+// context.
 
 // mode says when a call returns.
 type mode uint8
@@ -206,12 +223,14 @@ func (c *Communicator) recordsBeforeLocked(op trace.Op, ptr uintptr) bool {
 		capi.GroupHeld(ptr) == 0 && !capi.GroupOrphaned(ptr)
 }
 
-// retry runs attempt until the shim no longer answers capi.Pending, waiting
+// retry runs try until the shim no longer answers capi.Pending, waiting
 // (within ctx) for the communicator's operation in progress in between.
-// attempt takes and releases the communicator's lock itself.
-func (c *Communicator) retry(ctx context.Context, op string, attempt func() (capi.Status, error)) (capi.Status, error) {
+// try takes and releases the communicator's lock itself. It is the
+// package's only retry loop: every call that can find the communicator
+// busy (the shim's gate, or NCCL still creating it) goes through it.
+func (c *Communicator) retry(ctx context.Context, op string, try func() (capi.Status, error)) (capi.Status, error) {
 	for {
-		st, err := attempt()
+		st, err := try()
 		if err != nil || st.Code != capi.Pending {
 			return st, err
 		}
@@ -221,12 +240,25 @@ func (c *Communicator) retry(ctx context.Context, op string, attempt func() (cap
 	}
 }
 
+// start is steps 1 to 3 of a call: take c as t says, run f (its checks and
+// its C call) with mu held, and retry while the previous operation is
+// pending. It returns the status and whether c is blocking; a call that
+// creates something finishes itself, the others go through call.
+func (c *Communicator) start(ctx context.Context, op string, t take, ev *trace.Event, f func(ptr uintptr) (capi.Status, error)) (st capi.Status, blocking bool, err error) {
+	st, err = c.retry(ctx, op, func() (st capi.Status, err error) {
+		st, blocking, err = c.attempt(op, t, ev, f)
+		return st, err
+	})
+	return st, blocking, err
+}
+
 // call is the whole path of a call whose C function returns only a status:
-// take c as t says, run f (its checks and its C call) with mu held, retry
-// while the previous operation is pending, and finish as m says. fn names
-// the C function in errors; ev is what the flight recorder records (see
-// attempt), nil for a call that queues nothing.
+// start, then finish as m says. fn names the C function in errors; ev is
+// what the flight recorder records (see attempt), nil for a call that
+// queues nothing.
 func (c *Communicator) call(ctx context.Context, m mode, op, fn string, t take, ev *trace.Event, f func(ptr uintptr) (capi.Status, error)) error {
+	// start, spelled out: the hot path (collectives.go run) gets no frame
+	// more.
 	var blocking bool
 	st, err := c.retry(ctx, op, func() (st capi.Status, err error) {
 		st, blocking, err = c.attempt(op, t, ev, f)

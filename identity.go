@@ -35,18 +35,15 @@ func (c *Communicator) identityLocked(op string) (int32, error) {
 	return 0, nil
 }
 
-// ident returns the cached identity, querying NCCL the first time (waiting
-// for a communicator still being created).
+// ident returns the cached identity, querying NCCL the first time (waiting,
+// through retry, for a communicator still being created).
 func (c *Communicator) ident(op string) (nranks, rank, dev int, err error) {
-	for {
-		nranks, rank, dev, code, err := c.tryIdent(op)
-		if err != nil || code != capi.Pending {
-			return nranks, rank, dev, err
-		}
-		if err := c.wait(context.Background(), op); err != nil {
-			return 0, 0, 0, err
-		}
-	}
+	_, err = c.retry(context.Background(), op, func() (capi.Status, error) {
+		var code int32
+		nranks, rank, dev, code, err = c.tryIdent(op)
+		return capi.Status{Code: code}, err
+	})
+	return nranks, rank, dev, err
 }
 
 // tryIdent is one attempt of ident, with mu held: code is capi.Pending

@@ -276,25 +276,22 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, kind childKind, cf
 		blocking bool
 		hash     uint64 // the child's, for the flight recorder (record.go)
 	)
-	st, err := c.retry(ctx, op, func() (capi.Status, error) {
-		st, _, err := c.attempt(op, takeLive, &ev, func(ptr uintptr) (capi.Status, error) {
-			if !c.allowsLocked(evDerive) { // a revoked parent may still split
-				return capi.Status{}, c.refusalLocked(op, evDerive)
-			}
-			st := call(ptr, cc.cell, ccfg)
-			if accepted(st) {
-				// From here NCCL may write the cell until the parent's job
-				// is over: the parent owns it.
-				c.life.cells = append(c.life.cells, cc)
-				comp = c.completionLocked(st)
-				comp.done = false // the child is known only from the parent's state
-				hash = hashChild(c.trace.hash, byte(kind), c.trace.children, color)
-				c.trace.children++
-			}
-			dev, blocking = c.dev, c.blocking
-			return st, nil
-		})
-		return st, err
+	st, _, err := c.start(ctx, op, takeLive, &ev, func(ptr uintptr) (capi.Status, error) {
+		if !c.allowsLocked(evDerive) { // a revoked parent may still split
+			return capi.Status{}, c.refusalLocked(op, evDerive)
+		}
+		st := call(ptr, cc.cell, ccfg)
+		if accepted(st) {
+			// From here NCCL may write the cell until the parent's job
+			// is over: the parent owns it.
+			c.life.cells = append(c.life.cells, cc)
+			comp = c.completionLocked(st)
+			comp.done = false // the child is known only from the parent's state
+			hash = hashChild(c.trace.hash, byte(kind), c.trace.children, color)
+			c.trace.children++
+		}
+		dev, blocking = c.dev, c.blocking
+		return st, nil
 	})
 	if err != nil {
 		cc.cell.Free()
@@ -449,14 +446,11 @@ func (c *Communicator) grow(ctx context.Context, m mode, nranks int, id *UniqueI
 	}
 	var st capi.Status
 	if existing {
-		st, err = c.retry(ctx, op, func() (capi.Status, error) {
-			st, _, err := c.attempt(op, takeLive, &trace.Event{Op: trace.Grow}, func(ptr uintptr) (capi.Status, error) {
-				if !c.allowsLocked(evDerive) {
-					return capi.Status{}, c.refusalLocked(op, evDerive)
-				}
-				return grow(ptr)
-			})
-			return st, err
+		st, _, err = c.start(ctx, op, takeLive, &trace.Event{Op: trace.Grow}, func(ptr uintptr) (capi.Status, error) {
+			if !c.allowsLocked(evDerive) {
+				return capi.Status{}, c.refusalLocked(op, evDerive)
+			}
+			return grow(ptr)
 		})
 	} else {
 		st, err = grow(0) // a joining rank: no communicator to lock

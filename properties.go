@@ -73,16 +73,13 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 
 // properties returns the cached properties, querying NCCL the first time.
 // The returned value is shared: callers copy what they return.
-func (c *Communicator) properties(op string) (*Properties, error) {
-	for {
-		p, code, err := c.tryProperties(op)
-		if err != nil || code != capi.Pending {
-			return p, err
-		}
-		if err := c.wait(context.Background(), op); err != nil {
-			return nil, err
-		}
-	}
+func (c *Communicator) properties(op string) (p *Properties, err error) {
+	_, err = c.retry(context.Background(), op, func() (capi.Status, error) {
+		var code int32
+		p, code, err = c.tryProperties(op)
+		return capi.Status{Code: code}, err
+	})
+	return p, err
 }
 
 // tryProperties is one attempt of properties, with mu held: code is

@@ -288,15 +288,14 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 	ref := c.recordLocked(&ev)
 	registry.Delete(ptr)
 	capi.GroupForget(ptr)
-	var st capi.Status
-	for {
-		st = f(ptr)
-		if st.Code != capi.Pending {
-			break
-		}
-		// Destroy of a communicator whose last operation is still running:
-		// NCCL needs it ready first. Abort instead of waiting here, under mu.
-		f, fn, final = capi.CommAbort, "ncclCommAbort", evAbort
+	st := f(ptr)
+	if st.Code == capi.Pending {
+		// Destroy of a communicator whose last operation is still running
+		// (the shim's gate answered without calling NCCL): NCCL needs it
+		// ready first. Abort instead of waiting here, under mu (the shim
+		// lets ncclCommAbort through always).
+		fn, final = "ncclCommAbort", evAbort
+		st = capi.CommAbort(ptr)
 	}
 	var abortErr error
 	if st.Code != 0 && fn == "ncclCommDestroy" {
