@@ -11,10 +11,12 @@ import (
 // group of ranks that run collectives together.
 //
 // The zero value is the null communicator: every method on it returns an
-// error wrapping [ErrNotInitialized] that names the operation, except
-// Destroy, Abort and Finalize, which do nothing. Initialize makes it a
-// communicator; Split gives one to ranks that pass [NoColor]; Grow's joining
-// ranks start from one.
+// error wrapping [ErrNotInitialized] that names the operation (a
+// *[StateError]), except [Communicator.Destroy], [Communicator.Abort] and
+// [Communicator.Finalize], which do nothing. [Communicator.Initialize] makes
+// it a communicator; [Communicator.Split] gives one to ranks that pass
+// [NoColor]; [Communicator.Grow]'s joining ranks start from one. A finalized
+// or revoked communicator takes no new operations ([ErrClosed]).
 //
 // A Communicator is safe for use by several goroutines: its NCCL calls are
 // serialized. Abort is never held up by a wait in flight (a non-blocking
@@ -22,13 +24,8 @@ import (
 // polls); it does wait for a call that is inside NCCL, since freeing the
 // communicator under it would crash the process: a blocking communicator's
 // Split, Finalize or Destroy waits inside NCCL for its peers. Operations
-// issued inside a group stay NCCL's until the group ends, and NCCL's queue
-// of a communicator belongs to one group at a time: while one goroutine's
-// open group holds operations of the communicator, other goroutines cannot
-// queue operations on it, and Finalize, Destroy and Abort refuse (all with
-// [ErrInvalidUsage]), as they do inside a group. A finalized communicator
-// takes no new operations ([ErrClosed]). Do not copy
-// a Communicator once used; pass *Communicator.
+// issued inside a group follow the rules of [Group]. Do not copy a
+// Communicator once used; pass *Communicator.
 type Communicator struct {
 	mu    sync.Mutex // held for each NCCL call on ptr, never while waiting
 	ptr   uintptr    // ncclComm_t; != 0 exactly in states live, finalized and revoked

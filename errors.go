@@ -187,10 +187,11 @@ func (e *StateError) Error() string {
 func (e *StateError) Unwrap() error { return e.Cause }
 
 // Is matches [ErrNotInitialized] for a null, destroyed or aborted
-// communicator, [ErrClosed] once destroyed, aborted, finalized or revoked,
-// and what the refusal names besides: [ErrInvalidUsage] for a lifecycle call
-// the state does not allow (a second Initialize or Finalize, Finalize after
-// Revoke), [ErrInProgress] while the communicator is being created.
+// communicator, [ErrClosed] once destroyed or aborted and for new
+// operations on a finalized or revoked one, [ErrInvalidUsage] for a
+// lifecycle call the state does not allow (a second Initialize or Finalize,
+// Finalize after Revoke), and [ErrInProgress] while the communicator is
+// being created.
 func (e *StateError) Is(target error) bool {
 	if e.err != nil && target == e.err {
 		return true

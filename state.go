@@ -25,18 +25,18 @@ import "fmt"
 //
 //	ptr != 0 exactly in live, finalized and revoked (lockLive's fast check).
 //
-//	                  +-------- Initialize --------+
-//	                  v                            |
-//	   null --Initialize--> creating --created--> live --Finalize--> finalized
-//	    |  ^                   |                 ^ |  \                 |
-//	    |  +------failed-------+                 | |   Revoke          |
-//	    |                                 created| |     \             |
-//	    +--Split--> pending --failed, Abort--+   | |      v            |
-//	                   |                     |   | |    revoked        |
-//	                   +------created--------|---+ |       |           |
-//	                                         v     v       v           v
-//	                                  aborted <--Abort-- (live, finalized, revoked)
-//	                                  destroyed <--Destroy-- (live, finalized, revoked)
+//	                  Initialize              created
+//	   null -----------------------> creating ---------> live --Finalize--> finalized
+//	   |  ^                              |                ^  |                  |
+//	   |  +-----------failed-------------+                |  +--Revoke--> revoked
+//	   |                                                  |                     |
+//	   +--Split--> pending ---------created---------------+                     |
+//	   |              |                                   |                     |
+//	   |              +--failed, Abort--> aborted         |  live, finalized, revoked
+//	   |                                                  |  --Destroy--> destroyed
+//	   +--created (InitAll and Grow make a new one)-------+  --Abort--> aborted
+//
+//	   destroyed and aborted take Initialize as null does.
 //
 // Transitions (the table, one edge a line; "=" keeps the state; a test
 // checks this list against lifeEdges):

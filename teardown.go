@@ -53,9 +53,8 @@ func (c *Communicator) finalize(ctx context.Context, m mode) error {
 // among the ranks of one node unless Finalize was called. A no-op on a null
 // communicator; after Destroy or Abort it returns an error wrapping
 // [ErrClosed], also when another goroutine's Abort or Destroy released it
-// first (of concurrent calls exactly one reports success). Inside a group,
-// or while another goroutine's open group holds
-// operations of the communicator, it returns an error wrapping
+// first (of concurrent calls exactly one reports success). Where a group
+// holds the communicator (see [Group]) it returns an error wrapping
 // [ErrInvalidUsage] and leaves the communicator allocated (its resources may
 // already be closed, and it may be finalized): call Destroy again after
 // that group. NCCL 2.3.5.
@@ -180,16 +179,10 @@ func (c *Communicator) AbortCause(cause error) error { return c.abort("AbortCaus
 // during this call: of concurrent Destroy and Abort calls exactly one
 // reports success. During a blocking [Init] (which NCCL gives no handle to) it
 // returns an error wrapping [ErrInProgress], and the Init aborts the
-// communicator as soon as NCCL returns it. Inside a group, or while
-// another goroutine's group holds operations of the communicator (until
-// that group's end returns), it returns an error wrapping [ErrInvalidUsage]:
-// to be able to abort operations that may hang, make the communicator
-// non-blocking, whose group end returns at once. When a goroutine exits
-// inside a group ([GroupStart] without [GroupEnd]) and Go ends its thread, its
-// communicators refuse new work (NCCL can never run what that group
-// queued) and can be aborted; Go parks the main thread instead of ending
-// it, so there the holds stay. Not collective in this process's view; NCCL asks every active
-// rank to abort. NCCL 2.4.2.
+// communicator as soon as NCCL returns it. Where a group holds the
+// communicator (see [Group]) it returns an error wrapping [ErrInvalidUsage].
+// Not collective in this process's view; NCCL asks every active rank to
+// abort. NCCL 2.4.2.
 func (c *Communicator) Abort() error { return c.abort("Abort", nil) }
 
 // abort is Abort (op: "Abort" or "AbortCause") recording cause (nil: none) if this call is the one that
