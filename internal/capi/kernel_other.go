@@ -18,7 +18,7 @@ func Launch(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs *uint16,
 	return NotLoaded
 }
 
-func BenchLaunchLoop(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs *uint16, nargs, iters int) int32 {
+func BenchLaunchLoop(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs *uint16, nargs, iters, ctxMode int) int32 {
 	return NotLoaded
 }
 

@@ -439,6 +439,17 @@ static int set_ctx(uintptr_t ctx) {
 	return CUDA_FN(cuCtxSetCurrent)((void *)ctx);
 }
 
+// capi_ctx_swap makes ctx (0: none) the calling thread's current context
+// and returns the one it replaces in *prev (benchmarks and tests).
+int capi_ctx_swap(uintptr_t ctx, uintptr_t *prev) {
+	capi_any_fn get = CUDA_FN(cuCtxGetCurrent), set = CUDA_FN(cuCtxSetCurrent);
+	if (!get || !set) {
+		return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+	}
+	int r = ((int (*)(void **))get)((void **)prev);
+	return r ? r : ((int (*)(void *))set)((void *)ctx);
+}
+
 // capi_wait_streams: see shim.h. One cgo crossing per slice instead of one
 // per query, error check and yield: on a core shared with NCCL's proxy
 // thread (ranks pinned one core each) every return to Go lets the Go
