@@ -1,12 +1,15 @@
 package nccl
 
 import (
+	"context"
 	"errors"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nccl4go/nccl/internal/faketest"
 )
 
 // Every (state, event) pair: a legal one moves to the table's state, an
@@ -124,4 +127,89 @@ func TestLifecycleUseMatchesPtrStates(t *testing.T) {
 			t.Errorf("%s: use legal %v, holds a pointer %v", s, ok, holds)
 		}
 	}
+}
+
+// The calls drive the table: a communicator walked through its life on the
+// fake library is in the state each step names, and holds an NCCL pointer
+// exactly in live, finalized and revoked.
+func TestFakeLifecycleWalk(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_POLLS=3"}}, func(t *testing.T) {
+		want := func(step string, c *Communicator, s commState) {
+			t.Helper()
+			c.mu.Lock()
+			got, ptr := c.state, c.ptr
+			c.mu.Unlock()
+			if got != s || (ptr != 0) != (s == stateLive || s == stateFinalized || s == stateRevoked) {
+				t.Errorf("after %s: state %s, ptr %#x; want %s", step, got, ptr, s)
+			}
+		}
+		id, err := NewUniqueID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c Communicator
+		want("zero value", &c, stateNull)
+		if err := c.Initialize(1, 0, id, nil); err != nil {
+			t.Fatal(err)
+		}
+		want("Initialize", &c, stateLive)
+		if err := c.Initialize(1, 0, id, nil); !errors.Is(err, ErrInvalidUsage) {
+			t.Errorf("second Initialize: %v, want ErrInvalidUsage", err)
+		}
+		if err := c.Finalize(); err != nil {
+			t.Fatal(err)
+		}
+		want("Finalize", &c, stateFinalized)
+		if err := c.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+		want("Destroy", &c, stateDestroyed)
+		if err := c.Initialize(1, 0, id, nil); err != nil {
+			t.Fatal(err)
+		}
+		want("Initialize after Destroy", &c, stateLive)
+		if err := c.Revoke(0); err != nil {
+			t.Fatal(err)
+		}
+		want("Revoke", &c, stateRevoked)
+		if err := c.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		want("Abort", &c, stateAborted)
+
+		parent, err := Init(1, 0, id, &Config{Blocking: Ptr(false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer parent.Abort()
+		if err := parent.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		child, err := parent.Split(0, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want("Split on a non-blocking parent", child, statePending)
+		if err := child.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want("Wait on the child", child, stateLive)
+		if err := child.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		want("Abort of the child", child, stateAborted)
+		none, err := parent.Split(NoColor, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want("Split with NoColor", none, stateNull)
+		abandoned, err := parent.Split(0, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := abandoned.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		want("Abort of a pending child", abandoned, stateAborted)
+	})
 }
