@@ -53,7 +53,11 @@ func requireBench(b *testing.B) {
 //     call;
 //   - aa-ns/op = c2 - c: the C loop against itself in the same round, the
 //     A/A control (a difference within its spread is not a finding);
-//     aa-abs-ns/op is the median of its absolute value.
+//     aa-abs-ns/op is the median of its absolute value;
+//   - lock-ns/op: the C loop with one locked read-modify-write after each
+//     call (what a Go call's return and the binding's unlock do), minus
+//     the C loop: after NCCL has written to the GPU's queue, such an
+//     instruction waits for those writes to drain.
 //
 // "cgo-floor" is the bare cgo call alone. allocs/op must be 0 and
 // cgo-calls/op 1.
@@ -139,10 +143,15 @@ func BenchmarkAllReduceHostPath(b *testing.B) {
 				}
 			}
 		}
-		loops := [...]func(int){goLoop, rawLoop, cLoop, floorLoop, cLoop}
+		cLockLoop := func(n int) {
+			capi.BenchSetLockEach(true)
+			defer capi.BenchSetLockEach(false)
+			cLoop(n)
+		}
+		loops := [...]func(int){goLoop, rawLoop, cLoop, floorLoop, cLoop, cLockLoop}
 		const nl = len(loops)
 		var ns [nl][]float64 // go, raw, c, floor, c2
-		var diff, binding, shim, aa, aaAbs []float64
+		var diff, binding, shim, aa, aaAbs, lock []float64
 		done := 0
 		for r := 0; done < b.N; r++ {
 			n := min(round, b.N-done)
@@ -161,6 +170,7 @@ func BenchmarkAllReduceHostPath(b *testing.B) {
 			diff, binding = append(diff, t[0]-t[2]), append(binding, t[0]-t[1])
 			shim = append(shim, t[1]-t[2]-t[3])
 			aa, aaAbs = append(aa, t[4]-t[2]), append(aaAbs, math.Abs(t[4]-t[2]))
+			lock = append(lock, t[5]-t[2])
 			b.StartTimer()
 			done += n
 		}
@@ -173,6 +183,7 @@ func BenchmarkAllReduceHostPath(b *testing.B) {
 		b.ReportMetric(median(shim), "shim-ns/op")
 		b.ReportMetric(median(aa), "aa-ns/op")
 		b.ReportMetric(median(aaAbs), "aa-abs-ns/op")
+		b.ReportMetric(median(lock), "lock-ns/op")
 	})
 	// The floor under any binding: one cgo call to a C function that does
 	// nothing.

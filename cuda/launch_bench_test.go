@@ -88,6 +88,15 @@ func BenchmarkLaunch(b *testing.B) {
 			b.Fatalf("C loop: CUresult %d", r)
 		}
 	}
+	// The C loop with one locked read-modify-write after each launch, as
+	// a Go call's return does (the runtime's atomic status changes): after
+	// the driver's writes to the GPU's queue such an instruction waits for
+	// them to drain.
+	cLockLoop := func(k int) {
+		capi.BenchSetLockEach(true)
+		defer capi.BenchSetLockEach(false)
+		cLoop(k)
+	}
 	// The crossing alone: the shim's launch called from Go with the
 	// argument bytes built once, no binding logic.
 	rawLoop := func(k int) {
@@ -151,7 +160,9 @@ func BenchmarkLaunch(b *testing.B) {
 		// binding-ns/op (go - raw: the Go side's checks and argument
 		// marshalling), ctx-ns/op (c-ctx - c: asking the driver for the
 		// current context each launch) and aa-ns/op, the C loop against
-		// itself (c2 - c: the spread no difference below means anything).
+		// itself (c2 - c: the spread no difference below means anything);
+		// lock-ns/op: the C loop with one locked read-modify-write after
+		// each launch, minus the C loop.
 		floorLoop := func(k int) {
 			for range k {
 				if capi.BenchFloor() != 0 {
@@ -159,10 +170,10 @@ func BenchmarkLaunch(b *testing.B) {
 				}
 			}
 		}
-		loops := [...]func(int){goLoop, cLoop, floorLoop, cCtxLoop, rawLoop, cLoop}
+		loops := [...]func(int){goLoop, cLoop, floorLoop, cCtxLoop, rawLoop, cLoop, cLockLoop}
 		const nl = len(loops)
 		var ns [nl][]float64
-		var diff, binding, ctxCost, aa []float64
+		var diff, binding, ctxCost, aa, lock []float64
 		for done, r := 0, 0; done < b.N; r++ {
 			k := min(launchRound, b.N-done)
 			var t [nl]float64
@@ -182,6 +193,7 @@ func BenchmarkLaunch(b *testing.B) {
 			binding = append(binding, t[0]-t[4])
 			ctxCost = append(ctxCost, t[3]-t[1])
 			aa = append(aa, t[5]-t[1])
+			lock = append(lock, t[6]-t[1])
 			done += k
 		}
 		b.ReportMetric(medianOf(ns[0]), "go-ns/op")
@@ -192,6 +204,7 @@ func BenchmarkLaunch(b *testing.B) {
 		b.ReportMetric(medianOf(binding), "binding-ns/op")
 		b.ReportMetric(medianOf(ctxCost), "ctx-ns/op")
 		b.ReportMetric(medianOf(aa), "aa-ns/op")
+		b.ReportMetric(medianOf(lock), "lock-ns/op")
 	})
 }
 

@@ -104,6 +104,7 @@ int capi_bench_launch_loop(uintptr_t ctx, uintptr_t fn, uintptr_t stream, const 
 				    c->smem, stream, params, NULL);
 	uintptr_t again = ctx_each == 1 ? ctx : 0;
 	for (long i = 1; i < iters && r == 0; i++) {
+		capi_bench_after_call();
 		r = capi_cuLaunchKernel(again, fn, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
 					c->block[2], c->smem, stream, params, NULL);
 	}

@@ -56,6 +56,16 @@ func BenchLaunchLoop(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs
 		(*C.capi_launch_cfg)(unsafe.Pointer(cfg)), (*C.uchar)(buf), (*C.uint16_t)(offs), C.int(nargs), C.long(iters), C.int(ctxMode)))
 }
 
+// BenchSetLockEach makes the benchmarks' C loops do one locked
+// read-modify-write after each call (on) or not.
+func BenchSetLockEach(on bool) {
+	v := 0
+	if on {
+		v = 1
+	}
+	C.capi_bench_set_lock_each(C.int(v))
+}
+
 // CuModuleLoad is capi_module_load; log receives the JIT's error log.
 func CuModuleLoad(ctx uintptr, image []byte, log []byte) (uintptr, int32) {
 	var mod C.uintptr_t

@@ -22,6 +22,8 @@ func BenchLaunchLoop(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs
 	return NotLoaded
 }
 
+func BenchSetLockEach(on bool) {}
+
 func CuModuleLoad(ctx uintptr, image []byte, log []byte) (uintptr, int32) { return 0, NotLoaded }
 func CuModuleUnload(ctx, mod uintptr) int32                               { return NotLoaded }
 func CuModuleGetFunction(ctx, mod uintptr, name []byte) (uintptr, int32)  { return 0, NotLoaded }

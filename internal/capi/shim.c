@@ -418,11 +418,26 @@ capi_status capi_bench_allreduce_loop(uintptr_t buf, size_t count, int datatype,
 		if (r) {
 			return nccl_status(r);
 		}
+		capi_bench_after_call();
 	}
 	return nccl_status(0);
 }
 
 int capi_bench_floor(void) { return 0; }
+
+// The benchmarks' C loops do one locked read-modify-write after each call
+// when capi_bench_lock_each is set: what a Go call's return (the runtime's
+// atomic status changes) and the binding's unlock do after the same call.
+int capi_bench_lock_each;
+static long capi_bench_sink;
+
+void capi_bench_set_lock_each(int on) { capi_bench_lock_each = on; }
+
+void capi_bench_after_call(void) {
+	if (capi_bench_lock_each) {
+		__atomic_fetch_add(&capi_bench_sink, 1, __ATOMIC_SEQ_CST);
+	}
+}
 
 // ---------------------------------------------------------------------------
 // CUDA trampolines.
