@@ -372,15 +372,8 @@ func (c *Communicator) wait(ctx context.Context, op string) error {
 		if err != nil {
 			return err
 		}
-		if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
+		if done, err := asyncOutcome(op, state, st); done {
 			return err
-		}
-		switch Result(state) {
-		case Success:
-			return nil
-		case InProgress:
-		default:
-			return &Error{Op: op, Code: Result(state), Detail: capi.GetLastError()}
 		}
 		if spins == 0 && capi.GroupDepth() > 0 {
 			return fmt.Errorf("nccl: %s: cannot wait for a communicator inside a group: its work starts when the group ends: %w", op, ErrInvalidUsage)
@@ -389,6 +382,23 @@ func (c *Communicator) wait(ctx context.Context, op string) error {
 			return c.cancel(ctx, op)
 		}
 	}
+}
+
+// asyncOutcome reads one poll of ncclCommGetAsyncError (state, and st, the
+// call's own status): done once the communicator's work is over, with err
+// the failure that broke it (nil when idle and healthy). Every poll of the
+// package reads its answer here.
+func asyncOutcome(op string, state int32, st capi.Status) (done bool, err error) {
+	if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
+		return true, err
+	}
+	switch Result(state) {
+	case Success:
+		return true, nil
+	case InProgress:
+		return false, nil
+	}
+	return true, &Error{Op: op, Code: Result(state), Detail: capi.GetLastError()}
 }
 
 // pollState asks NCCL for the communicator's state once; an idle

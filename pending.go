@@ -125,16 +125,7 @@ func (c *Communicator) jobDoneLocked(op string, cp completion) (bool, error) {
 		return true, nil
 	}
 	state, st := c.asyncErrorLocked(c.ptr) // record.go
-	if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
-		return true, err
-	}
-	switch Result(state) {
-	case Success:
-		return true, nil
-	case InProgress:
-		return false, nil
-	}
-	return true, &Error{Op: op, Code: Result(state), Detail: capi.GetLastError()}
+	return asyncOutcome(op, state, st)
 }
 
 // groupEnded records that an outermost group that used the NCCL
@@ -206,13 +197,8 @@ func (p *pendingChild) outcome() (value uintptr, done bool, err error) {
 		return 0, false, nil
 	default:
 		state, st := par.asyncErrorLocked(par.ptr) // record.go
-		switch {
-		case st.Code != 0:
-			err = statusErr(p.op, "ncclCommGetAsyncError", st)
-		case Result(state) == InProgress:
+		if done, err = asyncOutcome(p.op, state, st); !done {
 			return 0, false, nil
-		case state != 0:
-			err = &Error{Op: p.op, Code: Result(state), Detail: capi.GetLastError()}
 		}
 		value = cc.cell.Load()
 		switch {
