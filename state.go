@@ -69,8 +69,8 @@ import "fmt"
 // or a pending child's parent job); use is any call on the NCCL
 // communicator, queue one that queues new operations (collectives,
 // registrations, ...), derive a Split, Shrink or Grow on the parent, join
-// Grow on a null communicator (a joining rank). Any
-// other (state, event) is refused with a *[StateError] (see refusal).
+// Grow on a null communicator (a joining rank). Any other (state, event) is
+// refused with a *[StateError] (see refusal).
 //
 // Not lifecycle, and so plain fields: blocking (a config fact), identity
 // and props (caches), nbCounted and hasClean (bookkeeping of what adoption
