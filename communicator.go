@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"weak"
 )
 
 // Communicator is an NCCL communicator (ncclComm_t): one rank's handle on a
@@ -54,19 +53,6 @@ type Communicator struct {
 	customOps []*CustomOp // live custom reduction operators (redop.go)
 	life      lifeState   // outputs NCCL writes later: Split/Shrink/Grow, windows (pending.go)
 	trace     traceState  // the flight recorder's view (record.go)
-}
-
-// registry maps live NCCL communicators to their Go values, for the
-// communicators a group used (the shim names them by pointer).
-var registry sync.Map // uintptr -> weak.Pointer[Communicator]
-
-func register(c *Communicator) { registry.Store(c.ptr, weak.Make(c)) }
-
-func lookup(ptr uintptr) *Communicator {
-	if v, ok := registry.Load(ptr); ok {
-		return v.(weak.Pointer[Communicator]).Value()
-	}
-	return nil
 }
 
 // Blocking reports whether NCCL runs the communicator blocking: its

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/nccl4go/nccl/internal/capi"
 )
@@ -336,4 +337,17 @@ func onSimulatingThread(count bool) bool {
 
 func errSimulated(what string) error {
 	return fmt.Errorf("nccl: %s: not issued inside GroupSimulate: NCCL simulates only blocking communicators of several ranks, and would run this one's work: %w", what, ErrUnsupported)
+}
+
+// registry maps live NCCL communicators to their Go values, for the
+// communicators a group used (the shim names them by pointer).
+var registry sync.Map // uintptr -> weak.Pointer[Communicator]
+
+func register(c *Communicator) { registry.Store(c.ptr, weak.Make(c)) }
+
+func lookup(ptr uintptr) *Communicator {
+	if v, ok := registry.Load(ptr); ok {
+		return v.(weak.Pointer[Communicator]).Value()
+	}
+	return nil
 }
