@@ -15,8 +15,9 @@ import (
 // through this file:
 //
 //  1. take: lock the communicator (mu) and get its live NCCL pointer; the
-//     levels of take say what must hold besides (takeLive: initialized;
-//     takeWork: also not finalized or revoked; takePrepared: also the
+//     levels of take say what the lifecycle (state.go) must allow besides
+//     (takeLive: any call on an NCCL communicator; takeWork: also new
+//     operations, so not finalized or revoked; takePrepared: also the
 //     identity and the facts the hot path checks against are cached, read
 //     in a slow path once per NCCL communicator).
 //  2. attempt: run the call's own checks and its one C call with mu held
@@ -25,14 +26,30 @@ import (
 //     progress (non-blocking communicators), and capi.Held or
 //     capi.Orphaned when another thread's group owns its queue.
 //  3. retry: on capi.Pending, wait for that operation with mu released
-//     (wait, below), then attempt again. This is the only retry loop.
+//     (wait, below), then attempt again. retry is the package's only retry
+//     loop: the queries that find NCCL still creating the communicator
+//     (identity, properties), the closing of resources and Window.UserPtr
+//     answer capi.Pending to it too. start is steps 1 to 3.
 //  4. finish: turn the status into an error. ncclInProgress means NCCL
 //     started the work in the background: the call waits for it when its
 //     mode is completed or the communicator is blocking, outside a group.
+//     call is steps 1 to 4; calls that create something (Split, Shrink,
+//     Grow, windows and device communicators: createAsync in resource.go)
+//     finish themselves after start.
 //
-// The plain variants of the API (Split, Finalize, ...) run in mode started,
-// their ...Context variants in mode completed: the mode is an explicit
-// argument, never a value hidden in a context.
+// wait is the one wait: it polls the communicator's state with backoff,
+// mu released between polls, and aborts the communicator when its context
+// ends; for a Split or Shrink child still pending it first waits on the
+// parent (awaitPending, pending.go).
+//
+// A call that has a ...Context variant runs in mode started in its plain
+// variant (Split, Finalize, Revoke, ...) and in mode completed in its
+// ...Context variant. A call without one whose answer is a value the
+// caller gets at once (GetUniqueID, MemStat, RegisterBuffer, PreMulSum)
+// runs in mode completed, and so does Destroy (DestroyContext with a
+// background context: NCCL frees the communicator only once its work is
+// over). The mode is an explicit argument, never a value hidden in a
+// context.
 
 // mode says when a call returns.
 type mode uint8
@@ -59,16 +76,16 @@ const (
 // lockLive locks c and returns its NCCL pointer, or a StateError (unlocked).
 func (c *Communicator) lockLive(op string) (uintptr, error) {
 	if c == nil {
-		return 0, &StateError{Op: op}
+		return 0, refusal(op, stateNull, evUse, nil)
 	}
 	c.mu.Lock()
-	if c.ptr == 0 {
-		if c.life.pend != nil {
-			return c.lockPendingLocked(op) // child.go
+	if c.ptr == 0 { // not live, finalized or revoked (state.go)
+		if c.state == statePending {
+			return c.lockPendingLocked(op) // pending.go
 		}
-		st, cause := c.state, c.abortCause
+		err := c.refusalLocked(op, evUse)
 		c.mu.Unlock()
-		return 0, &StateError{Op: op, State: st.String(), Cause: cause}
+		return 0, err
 	}
 	return c.ptr, nil
 }
@@ -81,7 +98,8 @@ func (c *Communicator) lock(op string, t take) (uintptr, error) {
 		if err != nil || t == takeLive {
 			return ptr, err
 		}
-		if err := c.noNewWorkLocked(op); err != nil {
+		if !c.allowsLocked(evQueue) { // finalized or revoked
+			err := c.refusalLocked(op, evQueue)
 			c.mu.Unlock()
 			return 0, err
 		}
@@ -124,18 +142,6 @@ func (c *Communicator) prepare(op string) error {
 		if c.identity {
 			c.registerTraceLocked() // record.go
 		}
-	}
-	return nil
-}
-
-// noNewWorkLocked refuses new work on a finalized or revoked communicator
-// (mu held).
-func (c *Communicator) noNewWorkLocked(op string) error {
-	switch {
-	case c.finalized:
-		return fmt.Errorf("nccl: %s: communicator finalized (by Finalize, or by a Destroy under way): it takes no new operations: %w", op, ErrClosed)
-	case c.revoked:
-		return fmt.Errorf("nccl: %s: communicator revoked: it takes no new operations (Split, Shrink, Destroy or Abort it): %w", op, ErrClosed)
 	}
 	return nil
 }
@@ -203,23 +209,28 @@ func (c *Communicator) attemptLifecycleLocked(ptr uintptr, ev *trace.Event, f fu
 func (c *Communicator) recordsBeforeLocked(op trace.Op, ptr uintptr) bool {
 	switch op {
 	case trace.Split, trace.Shrink, trace.Grow:
+		if !c.allowsLocked(evDerive) {
+			return false
+		}
 	case trace.Finalize:
-		if c.revoked {
+		if !c.allowsLocked(evFinalize) {
 			return false
 		}
 	default:
 		return false
 	}
-	return c.blocking && !c.nbCounted && !c.finalized && capi.GroupDepth() == 0 &&
+	return c.blocking && !c.nbCounted && capi.GroupDepth() == 0 &&
 		capi.GroupHeld(ptr) == 0 && !capi.GroupOrphaned(ptr)
 }
 
-// retry runs attempt until the shim no longer answers capi.Pending, waiting
+// retry runs try until the shim no longer answers capi.Pending, waiting
 // (within ctx) for the communicator's operation in progress in between.
-// attempt takes and releases the communicator's lock itself.
-func (c *Communicator) retry(ctx context.Context, op string, attempt func() (capi.Status, error)) (capi.Status, error) {
+// try takes and releases the communicator's lock itself. It is the
+// package's only retry loop: every call that can find the communicator
+// busy (the shim's gate, or NCCL still creating it) goes through it.
+func (c *Communicator) retry(ctx context.Context, op string, try func() (capi.Status, error)) (capi.Status, error) {
 	for {
-		st, err := attempt()
+		st, err := try()
 		if err != nil || st.Code != capi.Pending {
 			return st, err
 		}
@@ -229,12 +240,25 @@ func (c *Communicator) retry(ctx context.Context, op string, attempt func() (cap
 	}
 }
 
+// start is steps 1 to 3 of a call: take c as t says, run f (its checks and
+// its C call) with mu held, and retry while the previous operation is
+// pending. It returns the status and whether c is blocking; a call that
+// creates something finishes itself, the others go through call.
+func (c *Communicator) start(ctx context.Context, op string, t take, ev *trace.Event, f func(ptr uintptr) (capi.Status, error)) (st capi.Status, blocking bool, err error) {
+	st, err = c.retry(ctx, op, func() (st capi.Status, err error) {
+		st, blocking, err = c.attempt(op, t, ev, f)
+		return st, err
+	})
+	return st, blocking, err
+}
+
 // call is the whole path of a call whose C function returns only a status:
-// take c as t says, run f (its checks and its C call) with mu held, retry
-// while the previous operation is pending, and finish as m says. fn names
-// the C function in errors; ev is what the flight recorder records (see
-// attempt), nil for a call that queues nothing.
+// start, then finish as m says. fn names the C function in errors; ev is
+// what the flight recorder records (see attempt), nil for a call that
+// queues nothing.
 func (c *Communicator) call(ctx context.Context, m mode, op, fn string, t take, ev *trace.Event, f func(ptr uintptr) (capi.Status, error)) error {
+	// start, spelled out: the hot path (collectives.go run) gets no frame
+	// more.
 	var blocking bool
 	st, err := c.retry(ctx, op, func() (st capi.Status, err error) {
 		st, blocking, err = c.attempt(op, t, ev, f)
@@ -284,7 +308,7 @@ func (c *Communicator) Wait(ctx context.Context) error { return c.wait(ctx, "Wai
 // [ErrInProgress] while an operation runs, or the error that broke it (for
 // example [ErrRemote] when a peer failed). Not collective. NCCL 2.4.2.
 func (c *Communicator) AsyncError() error {
-	state, st, err := c.asyncState("get async error")
+	state, st, err := c.asyncState("AsyncError")
 	if err != nil {
 		return err
 	}
@@ -306,7 +330,7 @@ func (c *Communicator) AsyncError() error {
 // communicator. Errors from this package already carry it. Not collective.
 // NCCL 2.13.4.
 func (c *Communicator) LastError() (string, error) {
-	if err := c.checkLive("get last error"); err != nil {
+	if err := c.checkLive("LastError"); err != nil {
 		return "", err
 	}
 	return capi.GetLastError(), nil
@@ -348,15 +372,8 @@ func (c *Communicator) wait(ctx context.Context, op string) error {
 		if err != nil {
 			return err
 		}
-		if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
+		if done, err := asyncOutcome(op, state, st); done {
 			return err
-		}
-		switch Result(state) {
-		case Success:
-			return nil
-		case InProgress:
-		default:
-			return &Error{Op: op, Code: Result(state), Detail: capi.GetLastError()}
 		}
 		if spins == 0 && capi.GroupDepth() > 0 {
 			return fmt.Errorf("nccl: %s: cannot wait for a communicator inside a group: its work starts when the group ends: %w", op, ErrInvalidUsage)
@@ -365,6 +382,23 @@ func (c *Communicator) wait(ctx context.Context, op string) error {
 			return c.cancel(ctx, op)
 		}
 	}
+}
+
+// asyncOutcome reads one poll of ncclCommGetAsyncError (state, and st, the
+// call's own status): done once the communicator's work is over, with err
+// the failure that broke it (nil when idle and healthy). Every poll of the
+// package reads its answer here.
+func asyncOutcome(op string, state int32, st capi.Status) (done bool, err error) {
+	if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
+		return true, err
+	}
+	switch Result(state) {
+	case Success:
+		return true, nil
+	case InProgress:
+		return false, nil
+	}
+	return true, &Error{Op: op, Code: Result(state), Detail: capi.GetLastError()}
 }
 
 // pollState asks NCCL for the communicator's state once; an idle

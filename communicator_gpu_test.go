@@ -69,21 +69,21 @@ func TestGPUInitIdentityDestroy(t *testing.T) {
 // destroyed cases.
 func accessors(c *nccl.Communicator) map[string]func() error {
 	return map[string]func() error{
-		"get nranks":             func() error { _, err := c.NRanks(); return err },
-		"get rank":               func() error { _, err := c.Rank(); return err },
-		"get device":             func() error { _, err := c.Device(); return err },
-		"get CUDA device":        func() error { _, err := c.CUDADevice(); return err },
-		"get NVML device":        func() error { _, err := c.NVMLDevice(); return err },
-		"get device API support": func() error { _, err := c.DeviceAPISupport(); return err },
-		"get multimem support":   func() error { _, err := c.MultimemSupport(); return err },
-		"get GIN type":           func() error { _, err := c.GINType(); return err },
-		"get LSA team count":     func() error { _, err := c.NumLSATeams(); return err },
-		"get host RMA support":   func() error { _, err := c.HostRMASupport(); return err },
-		"get railed GIN type":    func() error { _, err := c.RailedGINType(); return err },
-		"query properties":       func() error { _, err := c.Properties(); return err },
-		"get async error":        func() error { return c.AsyncError() },
-		"get last error":         func() error { _, err := c.LastError(); return err },
-		"Wait":                   func() error { return c.Wait(context.Background()) },
+		"NRanks":           func() error { _, err := c.NRanks(); return err },
+		"Rank":             func() error { _, err := c.Rank(); return err },
+		"Device":           func() error { _, err := c.Device(); return err },
+		"CUDADevice":       func() error { _, err := c.CUDADevice(); return err },
+		"NVMLDevice":       func() error { _, err := c.NVMLDevice(); return err },
+		"DeviceAPISupport": func() error { _, err := c.DeviceAPISupport(); return err },
+		"MultimemSupport":  func() error { _, err := c.MultimemSupport(); return err },
+		"GINType":          func() error { _, err := c.GINType(); return err },
+		"NumLSATeams":      func() error { _, err := c.NumLSATeams(); return err },
+		"HostRMASupport":   func() error { _, err := c.HostRMASupport(); return err },
+		"RailedGINType":    func() error { _, err := c.RailedGINType(); return err },
+		"Properties":       func() error { _, err := c.Properties(); return err },
+		"AsyncError":       func() error { return c.AsyncError() },
+		"LastError":        func() error { _, err := c.LastError(); return err },
+		"Wait":             func() error { return c.Wait(context.Background()) },
 	}
 }
 
@@ -92,7 +92,7 @@ func TestGPUAccessorsOnNullAndDestroyed(t *testing.T) {
 	var null nccl.Communicator
 	for op, f := range accessors(&null) {
 		err := f()
-		if !errors.Is(err, nccl.ErrNotInitialized) || !strings.Contains(err.Error(), "cannot "+op) {
+		if !errors.Is(err, nccl.ErrNotInitialized) || !strings.HasPrefix(err.Error(), "nccl: "+op+": ") {
 			t.Errorf("null: %s: %v, want ErrNotInitialized naming the operation", op, err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestGPUAccessorsOnNullAndDestroyed(t *testing.T) {
 	}
 	for op, f := range accessors(c) {
 		err := f()
-		if !errors.Is(err, nccl.ErrNotInitialized) || !errors.Is(err, nccl.ErrClosed) || !strings.Contains(err.Error(), "cannot "+op) {
+		if !errors.Is(err, nccl.ErrNotInitialized) || !errors.Is(err, nccl.ErrClosed) || !strings.HasPrefix(err.Error(), "nccl: "+op+": ") {
 			t.Errorf("destroyed: %s: %v, want ErrNotInitialized and ErrClosed naming the operation", op, err)
 		}
 	}

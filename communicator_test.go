@@ -162,23 +162,24 @@ func TestCommBadArguments(t *testing.T) {
 	})
 }
 
-// commAccessors calls every method of a communicator that needs a live one.
+// commAccessors calls every method of a communicator that needs a live one,
+// keyed by the method's name.
 func commAccessors(c *nccl.Communicator) map[string]error {
 	errs := map[string]error{}
-	_, errs["nranks"] = c.NRanks()
-	_, errs["rank"] = c.Rank()
-	_, errs["device"] = c.Device()
-	_, errs["CUDA device"] = c.CUDADevice()
-	_, errs["NVML device"] = c.NVMLDevice()
-	_, errs["device API"] = c.DeviceAPISupport()
-	_, errs["multimem"] = c.MultimemSupport()
-	_, errs["GIN type"] = c.GINType()
-	_, errs["LSA team"] = c.NumLSATeams()
-	_, errs["host RMA"] = c.HostRMASupport()
-	_, errs["railed GIN"] = c.RailedGINType()
-	_, errs["properties"] = c.Properties()
-	errs["async error"] = c.AsyncError()
-	_, errs["last error"] = c.LastError()
+	_, errs["NRanks"] = c.NRanks()
+	_, errs["Rank"] = c.Rank()
+	_, errs["Device"] = c.Device()
+	_, errs["CUDADevice"] = c.CUDADevice()
+	_, errs["NVMLDevice"] = c.NVMLDevice()
+	_, errs["DeviceAPISupport"] = c.DeviceAPISupport()
+	_, errs["MultimemSupport"] = c.MultimemSupport()
+	_, errs["GINType"] = c.GINType()
+	_, errs["NumLSATeams"] = c.NumLSATeams()
+	_, errs["HostRMASupport"] = c.HostRMASupport()
+	_, errs["RailedGINType"] = c.RailedGINType()
+	_, errs["Properties"] = c.Properties()
+	errs["AsyncError"] = c.AsyncError()
+	_, errs["LastError"] = c.LastError()
 	errs["Wait"] = c.Wait(context.Background())
 	return errs
 }
@@ -194,8 +195,8 @@ func wantNotInitialized(t *testing.T, what string, c *nccl.Communicator, closed 
 			t.Errorf("%s: %s: %v, want ErrNotInitialized", what, op, err)
 			continue
 		}
-		if !strings.Contains(err.Error(), op) {
-			t.Errorf("%s: %q does not name the operation (%s)", what, err, op)
+		if se.Op != op || !strings.HasPrefix(err.Error(), "nccl: "+op+": ") {
+			t.Errorf("%s: %q: StateError.Op %q, want the method's name %s", what, err, se.Op, op)
 		}
 		if errors.Is(err, nccl.ErrClosed) != closed {
 			t.Errorf("%s: %s: errors.Is(ErrClosed) = %v", what, op, !closed)

@@ -191,6 +191,8 @@ type DevComm struct {
 }
 
 var devCommKind = asyncKind{
+	op:       "CreateDevComm",
+	create:   "ncclDevCommCreate",
 	what:     "device communicator",
 	creation: "the device communicator's creation",
 	inGroup:  "the device communicator is created in a group",
@@ -246,40 +248,21 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 			return nil, err
 		}
 	}
-	var (
-		d        *DevComm
-		blocking bool
-	)
-	st, err := c.retry(ctx, op, func() (capi.Status, error) {
-		st, _, err := c.attempt(op, takeWork, nil, func(ptr uintptr) (capi.Status, error) {
-			store := capi.NewDevComm()
-			st := capi.DevCommCreate(ptr, raw, store)
-			if st.Code != 0 && Result(st.Code) != InProgress {
-				store.Free() // pending or failed: NCCL queued nothing that would write it
-				return st, nil
-			}
-			d = &DevComm{
-				asyncRes: asyncRes{c: c, ptr: ptr, kind: &devCommKind, comp: c.completionLocked(st)},
-				store:    store, layout: layout,
-			}
-			blocking = c.startLocked(d)
-			return st, nil
-		})
-		return st, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if d == nil {
-		err := statusErr(op, "ncclDevCommCreate", st)
-		var ne *Error
-		if errors.As(err, &ne) && ne.Code == InvalidUsage && strings.Contains(ne.Detail, noSymmetricDetail) {
-			n, _ := c.NRanks()
-			return nil, newSymmetricMemoryError(op, r, n, ne)
+	d, err := createAsync(ctx, m, c, &devCommKind, takeWork, func(ptr uintptr) (*DevComm, capi.Status, bool, error) {
+		store := capi.NewDevComm()
+		st := capi.DevCommCreate(ptr, raw, store)
+		if !accepted(st) {
+			store.Free() // pending or failed: NCCL queued nothing that would write it
+			return nil, st, false, nil
 		}
-		return nil, err
+		return &DevComm{store: store, layout: layout}, st, true, nil
+	})
+	var ne *Error
+	if errors.As(err, &ne) && ne.Op == op && ne.Code == InvalidUsage && strings.Contains(ne.Detail, noSymmetricDetail) {
+		n, _ := c.NRanks()
+		return nil, newSymmetricMemoryError(op, r, n, ne)
 	}
-	return finishCreate(ctx, m, op, blocking, d)
+	return d, err
 }
 
 // noSymmetricDetail is what ncclDevCommCreate says (ncclGetLastError) when

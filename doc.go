@@ -49,24 +49,19 @@
 // A Communicator is safe for concurrent use: its NCCL calls are serialized.
 // Calls that bind to a device (init, memory allocation) make the device's
 // CUDA context current inside the same C call, so goroutines may move between
-// threads. NCCL's groups are per OS thread: Group locks the goroutine to its
-// thread for the whole group.
+// threads. NCCL's groups are per OS thread: [Group] locks the goroutine to
+// its thread for the whole group (see its rules).
 //
 // # Groups
 //
-// Group(fn) runs fn between ncclGroupStart and ncclGroupEnd: the operations
+// [Group](fn) runs fn between ncclGroupStart and ncclGroupEnd: the operations
 // fn issues, on one communicator or several, are fused and launched when the
 // outermost group ends (needed to drive several ranks from one goroutine,
 // and for a Send and Recv that must run together). [GroupStart] and [GroupEnd]
-// are the same pair for callers that cannot use a function. NCCL keeps a
-// group per OS thread, so a group locks its goroutine to its thread until it
-// ends, and fn must issue the operations itself. While one goroutine's open
-// group holds operations of a communicator, NCCL's queue of that
-// communicator belongs to that group: other goroutines' operations on it,
-// and its Finalize, Destroy and Abort, are refused with [ErrInvalidUsage]
-// until the group ends. Inside a group, outputs NCCL writes at the group's
-// end (a Split child, a window, a device communicator) are pending until
-// then. [GroupSimulate] estimates a group's time without launching it.
+// are the same pair for callers that cannot use a function. [Group]'s
+// documentation states the rules groups follow (threads, other goroutines,
+// teardown, outputs pending until the end). [GroupSimulate] estimates a
+// group's time without launching it.
 //
 // # Blocking and cancellation
 //

@@ -143,32 +143,66 @@ func argErr(op, arg, format string, a ...any) error {
 	return &ArgError{Op: op, Arg: arg, Reason: fmt.Sprintf(format, a...)}
 }
 
-// StateError is an operation on a communicator that is not initialized:
-// null from the start, or destroyed or aborted.
+// StateError is an operation that the communicator's lifecycle state
+// refuses: a call on a null, destroyed or aborted communicator, new work on
+// a finalized or revoked one, a second Initialize, a call on a communicator
+// still being created. The package's one table of legal transitions decides
+// (state.go).
 type StateError struct {
-	Op    string // what was attempted, e.g. "get nranks"
-	State string // "not initialized", "destroyed" or "aborted"
-	Cause error  // why it was aborted, when AbortCause said (a watchdog's timeout, say); else nil
+	// Op is the exported method that was refused, e.g. "NRanks" (a
+	// ...Context variant reports the plain method's name; a method of
+	// another type is qualified, e.g. "Window.Close").
+	Op string
+	// State is the communicator's state: "not initialized" (or ""),
+	// "creating", "pending", "live", "finalized", "revoked", "destroyed" or
+	// "aborted".
+	State string
+	// Cause is why it was aborted, when AbortCause said (a watchdog's
+	// timeout, say); else nil.
+	Cause error
+
+	err error  // the sentinel the refusal matches besides State's; nil: by State
+	why string // what the refusal tells the caller; "": by State
 }
 
-// Error reads "nccl: cannot get nranks: communicator not initialized", with
-// the state and the abort's cause when there are.
+// Error reads "nccl: NRanks: communicator not initialized", with the state,
+// the reason and the abort's cause when there are.
 func (e *StateError) Error() string {
-	switch {
-	case e.State == "" || e.State == "not initialized":
-		return fmt.Sprintf("nccl: cannot %s: communicator not initialized", e.Op)
-	case e.Cause != nil:
-		return fmt.Sprintf("nccl: cannot %s: communicator not initialized (%s: %v)", e.Op, e.State, e.Cause)
+	msg := e.why
+	if msg == "" {
+		switch e.State {
+		case "", "not initialized", "null":
+			msg = "communicator not initialized"
+		default:
+			msg = "communicator " + e.State
+		}
 	}
-	return fmt.Sprintf("nccl: cannot %s: communicator not initialized (%s)", e.Op, e.State)
+	if e.Cause != nil {
+		return fmt.Sprintf("nccl: %s: %s (%v)", e.Op, msg, e.Cause)
+	}
+	return fmt.Sprintf("nccl: %s: %s", e.Op, msg)
 }
 
 // Unwrap returns the abort's cause, if any.
 func (e *StateError) Unwrap() error { return e.Cause }
 
-// Is matches [ErrNotInitialized], and [ErrClosed] once destroyed or aborted.
+// Is matches [ErrNotInitialized] for a null, destroyed or aborted
+// communicator, [ErrClosed] once destroyed or aborted and for new
+// operations on a finalized or revoked one, [ErrInvalidUsage] for a
+// lifecycle call the state does not allow (a second Initialize or Finalize,
+// Finalize after Revoke), and [ErrInProgress] while the communicator is
+// being created.
 func (e *StateError) Is(target error) bool {
-	return target == ErrNotInitialized || (target == ErrClosed && e.State != "" && e.State != "not initialized")
+	if e.err != nil && target == e.err {
+		return true
+	}
+	switch e.State {
+	case "", "not initialized", "null":
+		return target == ErrNotInitialized
+	case "destroyed", "aborted":
+		return target == ErrNotInitialized || target == ErrClosed
+	}
+	return false
 }
 
 // joinDistinct flattens joined errors and drops those whose text repeats an

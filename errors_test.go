@@ -82,9 +82,10 @@ func TestErrorFormats(t *testing.T) {
 		{&nccl.UnsupportedError{Feature: "ncclCommShrink", Since: 22703, Loaded: 22602},
 			"nccl: ncclCommShrink: requires NCCL 2.27.3, loaded 2.26.2"},
 		{&nccl.ArgError{Op: "AllReduce", Arg: "recv", Reason: "10 elements, need 12"}, "nccl: AllReduce: recv: 10 elements, need 12"},
-		{&nccl.StateError{Op: "get nranks"}, "nccl: cannot get nranks: communicator not initialized"},
-		{&nccl.StateError{Op: "get nranks", State: "not initialized"}, "nccl: cannot get nranks: communicator not initialized"},
-		{&nccl.StateError{Op: "get rank", State: "destroyed"}, "nccl: cannot get rank: communicator not initialized (destroyed)"},
+		{&nccl.StateError{Op: "NRanks"}, "nccl: NRanks: communicator not initialized"},
+		{&nccl.StateError{Op: "NRanks", State: "not initialized"}, "nccl: NRanks: communicator not initialized"},
+		{&nccl.StateError{Op: "Rank", State: "destroyed"}, "nccl: Rank: communicator destroyed"},
+		{&nccl.StateError{Op: "Rank", State: "aborted", Cause: errors.New("timeout")}, "nccl: Rank: communicator aborted (timeout)"},
 	}
 	for _, c := range cases {
 		if c.err.Error() != c.want {
@@ -106,12 +107,12 @@ func TestErrorFormats(t *testing.T) {
 		t.Error("ArgError matches ErrInvalidUsage")
 	}
 
-	null := &nccl.StateError{Op: "get nranks"}
+	null := &nccl.StateError{Op: "NRanks"}
 	if !errors.Is(null, nccl.ErrNotInitialized) || errors.Is(null, nccl.ErrClosed) {
 		t.Error("a null communicator's StateError: wrong sentinels")
 	}
 	for _, state := range []string{"destroyed", "aborted"} {
-		e := &nccl.StateError{Op: "get rank", State: state}
+		e := &nccl.StateError{Op: "Rank", State: state}
 		if !errors.Is(e, nccl.ErrNotInitialized) || !errors.Is(e, nccl.ErrClosed) {
 			t.Errorf("a %s communicator's StateError: wrong sentinels", state)
 		}

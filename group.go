@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/nccl4go/nccl/internal/capi"
 )
@@ -16,14 +17,33 @@ import (
 // Group runs fn between ncclGroupStart and ncclGroupEnd, so that NCCL
 // fuses the operations fn issues (on one or several communicators) and
 // launches them together: needed to drive several ranks from one goroutine
-// and for concurrent send/recv. NCCL keeps group state per OS thread, so
-// Group locks the goroutine to its thread for the whole group: fn must
-// issue the group's operations itself, not from other goroutines. The
-// group is always ended, even if fn fails or panics; the errors are
-// joined. Groups nest: only the outermost end launches. When the outermost
-// group ends, Group waits for the blocking communicators it used. Not
-// collective itself; the operations inside keep their own rules.
-// NCCL 2.3.5.
+// and for concurrent send/recv. The group is always ended, even if fn fails
+// or panics; the errors are joined. When the outermost group ends, Group
+// waits for the blocking communicators it used. Not collective itself; the
+// operations inside keep their own rules. NCCL 2.3.5.
+//
+// The rules of groups, for Group, [GroupStart] and [GroupEnd] alike (the
+// package's one statement of them):
+//
+//   - NCCL keeps group state per OS thread, so a group locks its goroutine
+//     to its thread until it ends: fn must issue the group's operations
+//     itself, not from other goroutines. Groups nest: only the outermost
+//     end launches.
+//   - Operations issued inside a group stay NCCL's until the group ends,
+//     and NCCL's queue of a communicator belongs to one group at a time:
+//     while one goroutine's open group holds operations of a communicator,
+//     other goroutines' operations on it are refused, and so are its
+//     [Communicator.Finalize], [Communicator.Destroy] and
+//     [Communicator.Abort], here and inside any group, until that group's
+//     end returns (all with [ErrInvalidUsage]). To be able to abort
+//     operations that may hang, make the communicator non-blocking, whose
+//     group end returns at once.
+//   - Outputs NCCL writes at the group's end (a [Communicator.Split] child,
+//     a [Window], a [DevComm]) are pending until then.
+//   - When a goroutine exits inside a group ([GroupStart] without
+//     [GroupEnd]) and Go ends its thread, its communicators refuse new work
+//     (NCCL can never run what that group queued) and can be aborted; Go
+//     parks the main thread instead of ending it, so there the holds stay.
 func Group(fn func() error) error { return group(context.Background(), started, fn) }
 
 // GroupContext is [Group] that, after the outermost group ends, waits for
@@ -317,4 +337,17 @@ func onSimulatingThread(count bool) bool {
 
 func errSimulated(what string) error {
 	return fmt.Errorf("nccl: %s: not issued inside GroupSimulate: NCCL simulates only blocking communicators of several ranks, and would run this one's work: %w", what, ErrUnsupported)
+}
+
+// registry maps live NCCL communicators to their Go values, for the
+// communicators a group used (the shim names them by pointer).
+var registry sync.Map // uintptr -> weak.Pointer[Communicator]
+
+func register(c *Communicator) { registry.Store(c.ptr, weak.Make(c)) }
+
+func lookup(ptr uintptr) *Communicator {
+	if v, ok := registry.Load(ptr); ok {
+		return v.(weak.Pointer[Communicator]).Value()
+	}
+	return nil
 }

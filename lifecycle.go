@@ -144,7 +144,7 @@ func (c *Communicator) split(ctx context.Context, m mode, color, key int, cfg *C
 	if key < math.MinInt32 || key > math.MaxInt32 {
 		return nil, argErr(op, "key", "%d: must fit in a C int", key)
 	}
-	return c.makeChild(ctx, m, op, "ncclCommSplit", cfg, color,
+	return c.makeChild(ctx, m, childSplit, cfg, color,
 		func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status {
 			return capi.CommSplit(ptr, color, key, cell, cc)
 		})
@@ -204,7 +204,7 @@ func (c *Communicator) shrink(ctx context.Context, m mode, exclude []int, cfg *C
 	if seen[rank] {
 		return nil, argErr(op, "exclude", "rank %d is this rank: excluded ranks must not call Shrink", rank)
 	}
-	return c.makeChild(ctx, m, op, "ncclCommShrink", cfg, 0,
+	return c.makeChild(ctx, m, childShrink, cfg, 0,
 		func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status {
 			return capi.CommShrink(ptr, slices.Clone(list), cell, cc, int(flags))
 		})
@@ -223,12 +223,35 @@ func (c *Communicator) childConfig(op string, cfg *Config, r Release) (*capi.Con
 	return cfg.encode(op, r)
 }
 
-// makeChild runs a Split or Shrink call and returns the child, finished as
-// m says.
-func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg *Config, color int,
+// childKind is the call that makes a child communicator. Its value is the
+// byte the flight recorder's child hash mixes in (hashChild, record.go):
+// fixed, so that every rank and release derives the same hash.
+type childKind byte
+
+const (
+	childSplit  childKind = 'p' // Split: ncclCommSplit
+	childShrink childKind = 'h' // Shrink: ncclCommShrink
+	childGrow   childKind = 'g' // Grow: ncclCommGrow
+)
+
+// names are the method, the C function and the flight recorder's operation.
+func (k childKind) names() (op, fn string, ev trace.Op) {
+	switch k {
+	case childSplit:
+		return "Split", "ncclCommSplit", trace.Split
+	case childShrink:
+		return "Shrink", "ncclCommShrink", trace.Shrink
+	}
+	return "Grow", "ncclCommGrow", trace.Grow
+}
+
+// makeChild runs a Split or Shrink call (kind) and returns the child,
+// finished as m says.
+func (c *Communicator) makeChild(ctx context.Context, m mode, kind childKind, cfg *Config, color int,
 	call func(ptr uintptr, cell capi.Cell, cc *capi.Config) capi.Status) (*Communicator, error) {
+	op, fn, evOp := kind.names()
 	if c == nil {
-		return nil, &StateError{Op: op}
+		return nil, refusal(op, stateNull, evUse, nil)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -244,10 +267,7 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 	if err != nil {
 		return nil, err
 	}
-	ev := trace.Event{Op: trace.Split}
-	if op == "Shrink" {
-		ev.Op = trace.Shrink
-	}
+	ev := trace.Event{Op: evOp}
 	noColor := color == NoColor
 	cc := &childCell{cell: capi.NewCell(), claimed: noColor}
 	var (
@@ -256,25 +276,22 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 		blocking bool
 		hash     uint64 // the child's, for the flight recorder (record.go)
 	)
-	st, err := c.retry(ctx, op, func() (capi.Status, error) {
-		st, _, err := c.attempt(op, takeLive, &ev, func(ptr uintptr) (capi.Status, error) {
-			if c.finalized { // a revoked parent may still split
-				return capi.Status{}, c.noNewWorkLocked(op)
-			}
-			st := call(ptr, cc.cell, ccfg)
-			if accepted(st) {
-				// From here NCCL may write the cell until the parent's job
-				// is over: the parent owns it.
-				c.life.cells = append(c.life.cells, cc)
-				comp = c.completionLocked(st)
-				comp.done = false // the child is known only from the parent's state
-				hash = hashChild(c.trace.hash, op[1], c.trace.children, color)
-				c.trace.children++
-			}
-			dev, blocking = c.dev, c.blocking
-			return st, nil
-		})
-		return st, err
+	st, _, err := c.start(ctx, op, takeLive, &ev, func(ptr uintptr) (capi.Status, error) {
+		if !c.allowsLocked(evDerive) { // a revoked parent may still split
+			return capi.Status{}, c.refusalLocked(op, evDerive)
+		}
+		st := call(ptr, cc.cell, ccfg)
+		if accepted(st) {
+			// From here NCCL may write the cell until the parent's job
+			// is over: the parent owns it.
+			c.life.cells = append(c.life.cells, cc)
+			comp = c.completionLocked(st)
+			comp.done = false // the child is known only from the parent's state
+			hash = hashChild(c.trace.hash, byte(kind), c.trace.children, color)
+			c.trace.children++
+		}
+		dev, blocking = c.dev, c.blocking
+		return st, nil
 	})
 	if err != nil {
 		cc.cell.Free()
@@ -302,6 +319,7 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, op, fn string, cfg
 		}
 		return child, nil
 	}
+	child.moveLocked(op, evSplit) // a new child: null, so legal
 	child.life.pend = &pendingChild{parent: c, cell: cc, op: op, dev: dev, blocking: childBlocking, comp: comp}
 	child.watchPendingLeak(op, cc) // leak.go
 	if !completes(m, blocking) || comp.inGroup {
@@ -373,13 +391,9 @@ func (c *Communicator) grow(ctx context.Context, m mode, nranks int, id *UniqueI
 	}
 	existing := c != nil && c.Handle() != 0
 	if c != nil && !existing {
-		pending, st, creating := c.nullState()
-		switch {
-		case pending || creating:
-			return nil, fmt.Errorf("nccl: %s: the communicator is still being created: Wait for it first: %w", op, ErrInvalidUsage)
-		case st != stateNull:
-			// Only a null communicator joins: a closed one is no new rank.
-			return nil, fmt.Errorf("nccl: %s: communicator already %s (a joining rank calls Grow on a null Communicator): %w", op, st, ErrClosed)
+		// Only a null communicator joins: a closed one is no new rank.
+		if err := c.move(op, evJoin); err != nil {
+			return nil, err
 		}
 	}
 	if id != nil && id.IsZero() {
@@ -432,14 +446,11 @@ func (c *Communicator) grow(ctx context.Context, m mode, nranks int, id *UniqueI
 	}
 	var st capi.Status
 	if existing {
-		st, err = c.retry(ctx, op, func() (capi.Status, error) {
-			st, _, err := c.attempt(op, takeLive, &trace.Event{Op: trace.Grow}, func(ptr uintptr) (capi.Status, error) {
-				if c.finalized {
-					return capi.Status{}, c.noNewWorkLocked(op)
-				}
-				return grow(ptr)
-			})
-			return st, err
+		st, _, err = c.start(ctx, op, takeLive, &trace.Event{Op: trace.Grow}, func(ptr uintptr) (capi.Status, error) {
+			if !c.allowsLocked(evDerive) {
+				return capi.Status{}, c.refusalLocked(op, evDerive)
+			}
+			return grow(ptr)
 		})
 	} else {
 		st, err = grow(0) // a joining rank: no communicator to lock
@@ -467,45 +478,41 @@ func (c *Communicator) grow(ctx context.Context, m mode, nranks int, id *UniqueI
 	// communicator they grow, the joining ones from the id (record.go).
 	var hash uint64
 	if existing {
-		hash = c.nextChildHash('g', nranks)
+		hash = c.nextChildHash(childGrow, nranks)
 	} else {
-		hash = hashChild(hashID([]UniqueID{*id}), 'g', 0, nranks)
+		hash = hashChild(hashID([]UniqueID{*id}), byte(childGrow), 0, nranks)
 	}
 	child := new(Communicator)
-	child.adoptGrown(ptr, dev, blocking, cell, hash, cfg.commName())
+	if err := child.adoptGrown(ptr, dev, blocking, cell, hash, cfg.commName()); err != nil {
+		return nil, err
+	}
 	if err := child.settle(ctx, m, op); err != nil {
 		return nil, err
 	}
 	return child, nil
 }
 
-// nullState is what Grow needs to know of a communicator without an NCCL
-// pointer: whether it is being created (a pending child, or an init under
-// way), and its state.
-func (c *Communicator) nullState() (pending bool, st commState, creating bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.life.pend != nil, c.state, c.creating
-}
-
 // nextChildHash is the flight recorder's hash of c's next child made by
-// kind ('g': Grow) with arg (record.go), counted.
-func (c *Communicator) nextChildHash(kind byte, arg int) uint64 {
+// kind with arg (record.go), counted.
+func (c *Communicator) nextChildHash(kind childKind, arg int) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h := hashChild(c.trace.hash, kind, c.trace.children, arg)
+	h := hashChild(c.trace.hash, byte(kind), c.trace.children, arg)
 	c.trace.children++
 	return h
 }
 
 // adoptGrown makes c, new, the owner of the NCCL communicator Grow stored
 // in cell, which c owns from now on, with its flight recorder's identity.
-func (c *Communicator) adoptGrown(ptr uintptr, dev int, blocking bool, cell capi.Cell, hash uint64, name string) {
+func (c *Communicator) adoptGrown(ptr uintptr, dev int, blocking bool, cell capi.Cell, hash uint64, name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.adoptLocked(ptr, dev, blocking)
+	if err := c.adoptLocked("Grow", ptr, dev, blocking); err != nil {
+		return err
+	}
 	c.life.own = cell
 	c.trace.hash, c.trace.name = hash, name
+	return nil
 }
 
 // ---------------------------------------------------------------------------
@@ -534,7 +541,7 @@ func (c *Communicator) revoke(ctx context.Context, m mode, flags int) error {
 	return c.call(ctx, m, op, "ncclCommRevoke", takeLive, &trace.Event{Op: trace.Revoke}, func(ptr uintptr) (capi.Status, error) {
 		st := capi.CommRevoke(ptr, flags)
 		if accepted(st) {
-			c.revoked = true
+			c.moveLocked(op, evRevoke)
 		}
 		return st, nil
 	})

@@ -74,16 +74,13 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 
 // properties returns the cached properties, querying NCCL the first time.
 // The returned value is shared: callers copy what they return.
-func (c *Communicator) properties(op string) (*Properties, error) {
-	for {
-		p, code, err := c.tryProperties(op)
-		if err != nil || code != capi.Pending {
-			return p, err
-		}
-		if err := c.wait(context.Background(), op); err != nil {
-			return nil, err
-		}
-	}
+func (c *Communicator) properties(op string) (p *Properties, err error) {
+	_, err = c.retry(context.Background(), op, func() (capi.Status, error) {
+		var code int32
+		p, code, err = c.tryProperties(op)
+		return capi.Status{Code: code}, err
+	})
+	return p, err
 }
 
 // tryProperties is one attempt of properties, with mu held: code is
@@ -107,7 +104,7 @@ func (c *Communicator) tryProperties(op string) (*Properties, int32, error) {
 // queried once and cached). On NCCL before 2.29.2 it returns an error
 // wrapping [ErrUnsupported]. Not collective. NCCL 2.29.2.
 func (c *Communicator) Properties() (Properties, error) {
-	p, err := c.properties("query properties")
+	p, err := c.properties("Properties")
 	if err != nil {
 		return Properties{}, err
 	}
@@ -122,7 +119,7 @@ func (c *Communicator) Properties() (Properties, error) {
 // CUDADevice is the CUDA device index NCCL reports in the properties
 // (ncclCommQueryProperties' cudaDev, cached). Not collective. NCCL 2.29.2.
 func (c *Communicator) CUDADevice() (int, error) {
-	p, err := c.properties("get CUDA device")
+	p, err := c.properties("CUDADevice")
 	if err != nil {
 		return 0, err
 	}
@@ -133,7 +130,7 @@ func (c *Communicator) CUDADevice() (int, error) {
 // CUDA index (ncclCommQueryProperties' nvmlDev, cached). Not collective.
 // NCCL 2.29.2.
 func (c *Communicator) NVMLDevice() (int, error) {
-	p, err := c.properties("get NVML device")
+	p, err := c.properties("NVMLDevice")
 	if err != nil {
 		return 0, err
 	}
@@ -144,7 +141,7 @@ func (c *Communicator) NVMLDevice() (int, error) {
 // (ncclCommQueryProperties' deviceApiSupport, cached). Not collective.
 // NCCL 2.29.2.
 func (c *Communicator) DeviceAPISupport() (bool, error) {
-	p, err := c.properties("get device API support")
+	p, err := c.properties("DeviceAPISupport")
 	if err != nil {
 		return false, err
 	}
@@ -155,7 +152,7 @@ func (c *Communicator) DeviceAPISupport() (bool, error) {
 // (ncclCommQueryProperties' multimemSupport, cached). Not collective.
 // NCCL 2.29.2.
 func (c *Communicator) MultimemSupport() (bool, error) {
-	p, err := c.properties("get multimem support")
+	p, err := c.properties("MultimemSupport")
 	if err != nil {
 		return false, err
 	}
@@ -166,7 +163,7 @@ func (c *Communicator) MultimemSupport() (bool, error) {
 // (ncclCommQueryProperties' ginType, cached); [GINNone] means no GIN
 // resources can be requested. Not collective. NCCL 2.29.2.
 func (c *Communicator) GINType() (GINType, error) {
-	p, err := c.properties("get GIN type")
+	p, err := c.properties("GINType")
 	if err != nil {
 		return 0, err
 	}
@@ -177,7 +174,7 @@ func (c *Communicator) GINType() (GINType, error) {
 // (ncclCommQueryProperties' nLsaTeams, cached). Not collective. NCCL
 // 2.29.7; [ErrUnsupported] before.
 func (c *Communicator) NumLSATeams() (int, error) {
-	p, err := c.properties("get LSA team count")
+	p, err := c.properties("NumLSATeams")
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +188,7 @@ func (c *Communicator) NumLSATeams() (int, error) {
 // (ncclCommQueryProperties' hostRmaSupport, cached). Not collective.
 // NCCL 2.29.7; [ErrUnsupported] before.
 func (c *Communicator) HostRMASupport() (bool, error) {
-	p, err := c.properties("get host RMA support")
+	p, err := c.properties("HostRMASupport")
 	if err != nil {
 		return false, err
 	}
@@ -206,7 +203,7 @@ func (c *Communicator) HostRMASupport() (bool, error) {
 // connection type is not possible. Not collective. NCCL 2.29.7;
 // [ErrUnsupported] before.
 func (c *Communicator) RailedGINType() (GINType, error) {
-	p, err := c.properties("get railed GIN type")
+	p, err := c.properties("RailedGINType")
 	if err != nil {
 		return 0, err
 	}

@@ -2,7 +2,9 @@ package nccl
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/nccl4go/nccl/internal/capi"
 )
@@ -13,6 +15,37 @@ import (
 // may be finished by NCCL after their call returned: at the end of the
 // group that issued it, or in the background on a non-blocking
 // communicator.
+
+// resource is something a communicator tracks and closes before it goes.
+type resource interface {
+	// closeLocked releases the resource; the communicator's mu is held and
+	// its ptr is still valid.
+	closeLocked() error
+}
+
+// closeResources closes every tracked resource, newest first.
+func (c *Communicator) closeResources() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for i := len(c.resources) - 1; i >= 0; i-- {
+		if err := c.resources[i].closeLocked(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.resources = nil
+	return errors.Join(errs...)
+}
+
+// trackLocked adds a resource to be closed by Destroy and Abort (mu held).
+func (c *Communicator) trackLocked(r resource) { c.resources = append(c.resources, r) }
+
+// untrackLocked forgets a resource closed on its own (mu held).
+func (c *Communicator) untrackLocked(r resource) {
+	if i := slices.Index(c.resources, r); i >= 0 {
+		c.resources = slices.Delete(c.resources, i, i+1)
+	}
+}
 
 // closedErr is the error of a closed resource.
 func closedErr(op, what string) error {
@@ -45,16 +78,13 @@ type localResource interface {
 // the C function that ends it. A resource closed already, or whose
 // communicator was released (which closed it), needs nothing.
 func closeLocal(r localResource, op, fn string) error {
-	c := r.local().c
-	for {
-		st := tryCloseLocal(r)
-		if st.Code != capi.Pending {
-			return statusErr(op, fn, st)
-		}
-		if err := c.wait(context.Background(), op); err != nil {
-			return err
-		}
+	st, err := r.local().c.retry(context.Background(), op, func() (capi.Status, error) {
+		return tryCloseLocal(r), nil
+	})
+	if err != nil {
+		return err
 	}
+	return statusErr(op, fn, st)
 }
 
 // tryCloseLocal is one attempt of closeLocal, under c.mu: it returns
@@ -134,6 +164,8 @@ func pendingErr(op, what string) error {
 
 // asyncKind names a kind of asyncRes in errors.
 type asyncKind struct {
+	op       string // "RegisterWindow": the method that creates it
+	create   string // the C function that creates it
 	what     string // "window"
 	creation string // "the window's registration"
 	inGroup  string // "the window is registered in a group"
@@ -182,6 +214,38 @@ func (c *Communicator) startLocked(r asyncResource) bool {
 	c.life.pendingRes++
 	r.settleLocked()
 	return c.blocking
+}
+
+// createAsync is every call that creates a window or device communicator
+// (kind): take c as t says and run create, its checks and its C call, with
+// mu held, retrying while the previous operation is pending (start);
+// create returns the new resource, or ok false when NCCL queued nothing,
+// with the status saying why. The resource is then tracked (startLocked)
+// and finished as m says (finishCreate).
+func createAsync[R asyncResource](ctx context.Context, m mode, c *Communicator, kind *asyncKind, t take,
+	create func(ptr uintptr) (r R, st capi.Status, ok bool, err error)) (R, error) {
+	var (
+		r        R
+		made     bool
+		blocking bool
+	)
+	st, _, err := c.start(ctx, kind.op, t, nil, func(ptr uintptr) (capi.Status, error) {
+		res, st, ok, err := create(ptr)
+		if err != nil || !ok {
+			return st, err
+		}
+		*res.async() = asyncRes{c: c, ptr: ptr, kind: kind, comp: c.completionLocked(st)}
+		r, made = res, true
+		blocking = c.startLocked(res)
+		return st, nil
+	})
+	if err != nil {
+		return r, err
+	}
+	if !made {
+		return r, statusErr(kind.op, kind.create, st)
+	}
+	return finishCreate(ctx, m, kind.op, blocking, r)
 }
 
 // finishCreate waits for r's creation outside a group when m or a blocking
@@ -251,48 +315,43 @@ func lockReady(r asyncResource, op string) error {
 // being created is waited for first, outside its group.
 func closeAsync(r asyncResource) error {
 	a := r.async()
-	c, op := a.c, a.kind.closeOp
-	for {
-		st, again, err := tryCloseAsync(r)
-		if err != nil {
-			return err
-		}
-		if !again {
-			return statusErr(op, a.kind.destroy, st)
-		}
-		if err := c.wait(context.Background(), op); err != nil {
-			return err
-		}
+	st, err := a.c.retry(context.Background(), a.kind.closeOp, func() (capi.Status, error) {
+		return tryCloseAsync(r)
+	})
+	if err != nil {
+		return err
 	}
+	return statusErr(a.kind.closeOp, a.kind.destroy, st)
 }
 
-// tryCloseAsync is one attempt of closeAsync, under c.mu: again reports
-// that r's creation, or the communicator's previous operation, is still in
-// progress (wait for it, then try again); otherwise st is the status of
+// tryCloseAsync is one attempt of closeAsync, under c.mu: capi.Pending
+// while r's creation, or the communicator's previous operation, is still in
+// progress (retry waits for it, then tries again); otherwise the status of
 // the destroy, if r was ready.
-func tryCloseAsync(r asyncResource) (st capi.Status, again bool, err error) {
+func tryCloseAsync(r asyncResource) (capi.Status, error) {
 	a := r.async()
 	c := a.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if a.state == resClosed {
-		return st, false, nil
+		return capi.Status{}, nil
 	}
 	r.settleLocked()
+	var st capi.Status
 	switch a.state {
 	case resPending:
 		if c.groupOpenLocked(a.comp) {
-			return st, false, fmt.Errorf("nccl: %s: %s that has not ended: close it after the group: %w", a.kind.closeOp, a.kind.inGroup, ErrInvalidUsage)
+			return st, fmt.Errorf("nccl: %s: %s that has not ended: close it after the group: %w", a.kind.closeOp, a.kind.inGroup, ErrInvalidUsage)
 		}
-		return st, true, nil
+		return capi.Status{Code: capi.Pending}, nil
 	case resReady:
 		st = r.destroyLocked()
 		if st.Code == capi.Pending {
-			return st, true, nil
+			return st, nil
 		}
 	}
 	finishCloseLocked(r)
-	return st, false, nil
+	return st, nil
 }
 
 // finishCloseLocked marks r closed and frees its memory, which NCCL no

@@ -63,6 +63,8 @@ type Window struct {
 }
 
 var windowKind = asyncKind{
+	op:       "RegisterWindow",
+	create:   "ncclCommWindowRegister",
 	what:     "window",
 	creation: "the window's registration",
 	inGroup:  "the window is registered in a group",
@@ -112,40 +114,21 @@ func (c *Communicator) registerWindow(ctx context.Context, m mode, b Buffer, fla
 			return nil, err
 		}
 	}
-	var (
-		w        *Window
-		blocking bool
-	)
-	st, err := c.retry(ctx, op, func() (capi.Status, error) {
-		st, _, err := c.attempt(op, takePrepared, nil, func(ptr uintptr) (capi.Status, error) {
-			if err := c.checkBuf(op, "buf", b); err != nil {
-				return capi.Status{}, err
-			}
-			if has(r, versions.WindowAlignment) && b.Ptr%windowAlignment != 0 {
-				return capi.Status{}, argErr(op, "buf", "address %#x is not a multiple of %d: a window starts at a multiple of %d bytes from its cuMem allocation (MemAlloc's memory is aligned)", b.Ptr, windowAlignment, windowAlignment)
-			}
-			cell := capi.NewCell()
-			st := capi.CommWindowRegister(ptr, b.Ptr, b.Bytes(), cell, int(flags))
-			if st.Code != 0 && Result(st.Code) != InProgress {
-				cell.Free() // pending or failed: NCCL queued nothing that would write it
-				return st, nil
-			}
-			w = &Window{
-				asyncRes: asyncRes{c: c, ptr: ptr, kind: &windowKind, comp: c.completionLocked(st)},
-				cell:     cell, buf: b, flags: flags,
-			}
-			blocking = c.startLocked(w)
-			return st, nil
-		})
-		return st, err
+	return createAsync(ctx, m, c, &windowKind, takePrepared, func(ptr uintptr) (*Window, capi.Status, bool, error) {
+		if err := c.checkBuf(op, "buf", b); err != nil {
+			return nil, capi.Status{}, false, err
+		}
+		if has(r, versions.WindowAlignment) && b.Ptr%windowAlignment != 0 {
+			return nil, capi.Status{}, false, argErr(op, "buf", "address %#x is not a multiple of %d: a window starts at a multiple of %d bytes from its cuMem allocation (MemAlloc's memory is aligned)", b.Ptr, windowAlignment, windowAlignment)
+		}
+		cell := capi.NewCell()
+		st := capi.CommWindowRegister(ptr, b.Ptr, b.Bytes(), cell, int(flags))
+		if !accepted(st) {
+			cell.Free() // pending or failed: NCCL queued nothing that would write it
+			return nil, st, false, nil
+		}
+		return &Window{cell: cell, buf: b, flags: flags}, st, true, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if w == nil {
-		return nil, statusErr(op, "ncclCommWindowRegister", st)
-	}
-	return finishCreate(ctx, m, op, blocking, w)
 }
 
 // noWindowErr says why NCCL made no window.
@@ -249,27 +232,26 @@ func (w *Window) UserPtr() (uintptr, error) {
 	if _, err := require(capi.SymWinGetUserPtr); err != nil {
 		return 0, err
 	}
-	for {
-		p, st, err := w.query(op, func(comm, win uintptr) (uintptr, capi.Status) {
+	if w == nil || w.c == nil {
+		return 0, closedErr(op, "window")
+	}
+	var p uintptr
+	st, err := w.c.retry(context.Background(), op, func() (st capi.Status, err error) {
+		p, st, err = w.query(op, func(comm, win uintptr) (uintptr, capi.Status) {
 			return capi.WinGetUserPtr(comm, win)
 		})
-		if err != nil {
-			return 0, err
-		}
-		if st.Code == capi.Pending {
-			if err := w.c.wait(context.Background(), op); err != nil {
-				return 0, err
-			}
-			continue
-		}
-		if err := statusErr(op, "ncclWinGetUserPtr", st); err != nil {
-			return 0, err
-		}
-		if p == 0 {
-			return 0, fmt.Errorf("nccl: %s: NCCL returned no user pointer (no symmetric-memory support): %w", op, ErrNoWindow)
-		}
-		return p, nil
+		return st, err
+	})
+	if err != nil {
+		return 0, err
 	}
+	if err := statusErr(op, "ncclWinGetUserPtr", st); err != nil {
+		return 0, err
+	}
+	if p == 0 {
+		return 0, fmt.Errorf("nccl: %s: NCCL returned no user pointer (no symmetric-memory support): %w", op, ErrNoWindow)
+	}
+	return p, nil
 }
 
 // query runs f, one NCCL call on the window, with its communicator locked

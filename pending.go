@@ -9,21 +9,18 @@ import (
 	"github.com/nccl4go/nccl/internal/capi"
 )
 
-// The outputs NCCL writes after a call has returned: a Split or Shrink
-// child, whose pointer NCCL stores at the end of a job on the parent, and
-// windows and device communicators finished at a group's end or in the
-// background. How each becomes known is described at the top of
-// lifecycle.go; this file holds the state machine.
+// Pending outputs: what NCCL writes after a call has returned, and how the
+// binding learns it is final. A Split or Shrink child, whose pointer NCCL
+// stores at the end of a job on the parent (its lifecycle state is pending
+// until then, state.go), and windows and device communicators finished at a
+// group's end or in the background (resource.go) all wait on a completion.
+// How each becomes known is described at the top of lifecycle.go.
 //
-// States of a Split or Shrink child (a *Communicator with life.pend set):
-//
-//	pending --(parent's job over, success)--> live (adoptLocked)
-//	pending --(parent's job failed, or parent aborted)--> aborted (what NCCL stored is aborted)
-//	pending --(Abort on the child)--> aborted; the parent aborts what NCCL stores when released
-//
-// The cell NCCL writes belongs to the parent until the parent is released
-// (NCCL has joined its jobs then): lifeAfterReleaseLocked records the
-// final values for children not resolved yet.
+// The cell NCCL writes for a child belongs to the parent until the parent
+// is released (NCCL has joined its jobs then): lifeAfterReleaseLocked
+// records the final values for children not resolved yet; a child aborted
+// while pending has its cell marked abandoned, and the parent aborts what
+// NCCL stores there.
 
 // lifeState is what a Communicator keeps for the outputs NCCL writes after
 // a call has returned (guarded by the communicator's mu).
@@ -128,16 +125,7 @@ func (c *Communicator) jobDoneLocked(op string, cp completion) (bool, error) {
 		return true, nil
 	}
 	state, st := c.asyncErrorLocked(c.ptr) // record.go
-	if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
-		return true, err
-	}
-	switch Result(state) {
-	case Success:
-		return true, nil
-	case InProgress:
-		return false, nil
-	}
-	return true, &Error{Op: op, Code: Result(state), Detail: capi.GetLastError()}
+	return asyncOutcome(op, state, st)
 }
 
 // groupEnded records that an outermost group that used the NCCL
@@ -187,12 +175,12 @@ func (c *Communicator) resolveLocked() (done bool, err error) {
 		if value != 0 {
 			capi.CommAbort(value)
 		}
-		c.state = stateAborted
+		c.moveLocked(p.op, evFailed)
 		c.stopLeakWatchLocked()
 		return true, err
 	}
-	c.adoptLocked(value, p.dev, p.blocking) // watches it for leaks as a live one
-	return true, nil
+	// Watches it for leaks as a live one.
+	return true, c.adoptLocked(p.op, value, p.dev, p.blocking)
 }
 
 // outcome asks the parent whether its job creating p's child is over
@@ -209,13 +197,8 @@ func (p *pendingChild) outcome() (value uintptr, done bool, err error) {
 		return 0, false, nil
 	default:
 		state, st := par.asyncErrorLocked(par.ptr) // record.go
-		switch {
-		case st.Code != 0:
-			err = statusErr(p.op, "ncclCommGetAsyncError", st)
-		case Result(state) == InProgress:
+		if done, err = asyncOutcome(p.op, state, st); !done {
 			return 0, false, nil
-		case state != 0:
-			err = &Error{Op: p.op, Code: Result(state), Detail: capi.GetLastError()}
 		}
 		value = cc.cell.Load()
 		switch {
@@ -311,7 +294,7 @@ func (c *Communicator) resolve() (p *pendingChild, done bool, err error) {
 // (then nothing is left to abort): a child whose parent's job is still
 // running is marked abandoned, and the parent aborts what NCCL stores for it
 // when the parent is released (NCCL cannot cancel a split alone).
-func (c *Communicator) abandonPending(cause error) bool {
+func (c *Communicator) abandonPending(op string, cause error) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.life.pend
@@ -324,7 +307,7 @@ func (c *Communicator) abandonPending(cause error) bool {
 	}
 	p.abandon()
 	c.life.pend = nil
-	c.state = stateAborted
+	c.moveLocked(op, evAbort)
 	c.abortCause = cause
 	c.stopLeakWatchLocked()
 	return true
@@ -363,11 +346,11 @@ func (c *Communicator) lifeBeforeReleaseLocked(op string, ptr uintptr) error {
 // joined every job of the communicator, so the cells hold their final
 // values. It records them for children not resolved yet, aborts abandoned
 // children and frees the C memory.
-func (c *Communicator) lifeAfterReleaseLocked(final commState, broken error) {
+func (c *Communicator) lifeAfterReleaseLocked(aborted bool, broken error) {
 	for _, cc := range c.life.cells {
 		cc.value, cc.final = cc.cell.Load(), true
 		switch {
-		case final == stateAborted:
+		case aborted:
 			cc.err = fmt.Errorf("nccl: the parent communicator was aborted before the new communicator was ready: %w", ErrClosed)
 		case broken != nil:
 			cc.err = broken

@@ -1,0 +1,327 @@
+package nccl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/trace"
+)
+
+// Teardown: Finalize, Destroy and Abort, and release, the one place that
+// frees an NCCL communicator.
+
+// Finalize flushes the communicator's outstanding operations and tears down
+// its connections (ncclCommFinalize), leaving Destroy with only local work.
+// Collective. A no-op on a null communicator. NCCL 2.14.3.
+func (c *Communicator) Finalize() error { return c.finalize(context.Background(), started) }
+
+// FinalizeContext is Finalize (ncclCommFinalize, collective, NCCL 2.14.3)
+// that completes before returning: for a non-blocking communicator, when ctx
+// ends first the communicator is aborted.
+func (c *Communicator) FinalizeContext(ctx context.Context) error { return c.finalize(ctx, completed) }
+
+// finalize is ncclCommFinalize, finished as m says.
+func (c *Communicator) finalize(ctx context.Context, m mode) error {
+	if err := c.awaitPending(ctx, "Finalize"); err != nil {
+		return err
+	}
+	if c == nil {
+		return nil
+	}
+	if c.Handle() == 0 {
+		return c.move("Finalize", evFinalize) // null: nothing to do
+	}
+	if err := c.notInGroup("Finalize", c.Handle()); err != nil {
+		return err
+	}
+	return c.call(ctx, m, "Finalize", "ncclCommFinalize", takeLive, &trace.Event{Op: trace.Finalize}, func(ptr uintptr) (capi.Status, error) {
+		if !c.allowsLocked(evFinalize) {
+			return capi.Status{}, c.refusalLocked("Finalize", evFinalize)
+		}
+		st := capi.CommFinalize(ptr)
+		if accepted(st) {
+			c.moveLocked("Finalize", evFinalize)
+		}
+		return st, nil
+	})
+}
+
+// Destroy closes the communicator's resources, finalizes it (waiting for
+// its peers) and frees it (ncclCommFinalize, ncclCommDestroy). Collective
+// among the ranks of one node unless Finalize was called. A no-op on a null
+// communicator; after Destroy or Abort it returns an error wrapping
+// [ErrClosed], also when another goroutine's Abort or Destroy released it
+// first (of concurrent calls exactly one reports success). Where a group
+// holds the communicator (see [Group]) it returns an error wrapping
+// [ErrInvalidUsage] and leaves the communicator allocated (its resources may
+// already be closed, and it may be finalized): call Destroy again after
+// that group. NCCL 2.3.5.
+func (c *Communicator) Destroy() error { return c.DestroyContext(context.Background()) }
+
+// DestroyContext is Destroy (ncclCommFinalize then ncclCommDestroy,
+// collective within a node, NCCL 2.14.3) bounded by ctx: for a non-blocking
+// communicator, if the peers do not finalize before ctx ends, it is aborted
+// instead.
+func (c *Communicator) DestroyContext(ctx context.Context) error {
+	if c == nil {
+		return nil
+	}
+	if err := c.awaitPending(ctx, "Destroy"); err != nil {
+		return err
+	}
+	// One Destroy at a time: a concurrent one waits for it, then finds the
+	// communicator closed (or, if the first was refused, destroys it).
+	for {
+		null, busy, err := c.claimDestroy()
+		if null {
+			return err
+		}
+		if busy == nil {
+			break
+		}
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return fmt.Errorf("nccl: Destroy: waiting for another goroutine's Destroy: %w", ctx.Err())
+		}
+	}
+	defer c.endDestroy()
+	if err := c.notInGroup("Destroy", c.Handle()); err != nil {
+		return err
+	}
+	// Let an operation in flight end first, so that resources close cleanly.
+	if err := c.wait(ctx, "Destroy"); err != nil && c.Handle() == 0 {
+		return err // ctx ended: aborted
+	}
+	var errs []error
+	if err := c.closeResources(); err != nil {
+		errs = append(errs, err)
+	}
+	var err error
+	if !c.skipsFinalize() {
+		err = c.finalize(ctx, completed)
+		var refused *groupRefusal
+		if errors.As(err, &refused) {
+			// Refused before NCCL (another goroutine's group took the
+			// communicator meanwhile): nothing was finalized or freed.
+			return errors.Join(append(errs, err)...)
+		}
+	}
+	if err == nil {
+		err = c.wait(ctx, "Destroy") // a non-blocking communicator's finalize
+	}
+	if err != nil {
+		if c.Handle() == 0 { // aborted because ctx ended
+			return errors.Join(append(errs, err)...)
+		}
+		errs = append(errs, err)
+	}
+	if err := c.release("Destroy", "ncclCommDestroy", capi.CommDestroy, evDestroy, nil); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// claimDestroy makes the calling goroutine the one destroying c, or
+// returns busy, the closing channel of the Destroy under way. For a
+// communicator without an NCCL pointer it reports null, with Destroy's
+// answer (releaseNullLocked).
+func (c *Communicator) claimDestroy() (null bool, busy chan struct{}, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ptr == 0 {
+		return true, nil, c.releaseNullLocked("Destroy", evDestroy)
+	}
+	if c.closing != nil {
+		return false, c.closing, nil
+	}
+	c.closing = make(chan struct{})
+	return false, nil, nil
+}
+
+// endDestroy ends the Destroy claimDestroy began, letting those waiting
+// for it go on.
+func (c *Communicator) endDestroy() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.closing)
+	c.closing = nil
+}
+
+// skipsFinalize reports whether Destroy must not finalize c: it was
+// finalized or revoked already, or it is orphaned (a thread ended inside a
+// group holding its work), which can be neither finalized nor destroyed:
+// release aborts it.
+func (c *Communicator) skipsFinalize() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.allowsLocked(evFinalize) || (c.ptr != 0 && capi.GroupOrphaned(c.ptr))
+}
+
+// AbortCause is Abort (ncclCommAbort, NCCL 2.4.2) that records why: every
+// later call on the communicator returns a *[StateError] that wraps cause
+// (errors.Is and errors.As reach it), so that a goroutine that did not see
+// the abort learns its reason. A watchdog that gave up on an operation
+// passes its timeout error. The cause is recorded only by the call that
+// aborts the communicator (of concurrent AbortCause calls, the one that
+// returns nil; the others return an error wrapping [ErrClosed]), and the
+// first cause recorded stays.
+func (c *Communicator) AbortCause(cause error) error { return c.abort("AbortCause", cause) }
+
+// Abort closes the communicator's resources and frees it at once,
+// cancelling its operations in flight (ncclCommAbort). Every active rank
+// should abort too. It never waits for another goroutine's wait, only for a
+// call that is inside NCCL (see [Communicator]). A no-op on a null
+// communicator; after Destroy or Abort it returns an error wrapping
+// [ErrClosed], also when another goroutine's Destroy or Abort released it
+// during this call: of concurrent Destroy and Abort calls exactly one
+// reports success. During a blocking [Init] (which NCCL gives no handle to) it
+// returns an error wrapping [ErrInProgress], and the Init aborts the
+// communicator as soon as NCCL returns it. Where a group holds the
+// communicator (see [Group]) it returns an error wrapping [ErrInvalidUsage].
+// Not collective in this process's view; NCCL asks every active rank to
+// abort. NCCL 2.4.2.
+func (c *Communicator) Abort() error { return c.abort("Abort", nil) }
+
+// abort is Abort (op: "Abort" or "AbortCause") recording cause (nil: none) if this call is the one that
+// aborts the communicator: the cause travels as an argument to release, so
+// that a concurrent AbortCause cannot lend it its own.
+func (c *Communicator) abort(op string, cause error) error {
+	if c == nil || c.abandonPending(op, cause) {
+		return nil
+	}
+	if null, err := c.releaseNull(op, evAbort); null {
+		return err
+	}
+	if err := c.notInGroup(op, c.Handle()); err != nil {
+		return err
+	}
+	err := c.closeResources()
+	return errors.Join(err, c.release(op, "ncclCommAbort", capi.CommAbort, evAbort, cause))
+}
+
+// releaseNull is releaseNullLocked when c has no NCCL pointer: null
+// reports whether it had none.
+func (c *Communicator) releaseNull(op string, e lifeEvent) (null bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ptr != 0 {
+		return false, nil
+	}
+	return true, c.releaseNullLocked(op, e)
+}
+
+// releaseNullLocked is what Destroy and Abort (op, event e) do to a
+// communicator without an NCCL pointer (mu held), as the lifecycle table
+// says: nothing for the null communicator, ErrClosed once destroyed or
+// aborted, and ErrInProgress during a blocking init, which NCCL gives no
+// handle to: the init then aborts what NCCL returns.
+func (c *Communicator) releaseNullLocked(op string, e lifeEvent) error {
+	if c.state == stateCreating {
+		c.abortReq = op
+	}
+	return c.moveLocked(op, e)
+}
+
+// notInGroup refuses to finalize or free c while a group is open on this
+// thread (NCCL would defer the work to the group's end, after the binding
+// freed what it writes) or while another thread's group holds operations
+// of c (its end would use the freed communicator).
+func (c *Communicator) notInGroup(op string, ptr uintptr) error {
+	if capi.GroupDepth() > 0 {
+		return &groupRefusal{fmt.Sprintf("nccl: %s: inside a group: NCCL would defer it to the group's end; call it after the group", op)}
+	}
+	if ptr != 0 && capi.GroupHeld(ptr) > 0 {
+		return &groupRefusal{fmt.Sprintf("nccl: %s: the communicator has operations in a group another goroutine has not ended: end that group first", op)}
+	}
+	return nil
+}
+
+// release frees the NCCL communicator with f and makes c null; cause is
+// recorded as the abort's reason when it ends aborted. Of concurrent
+// releases exactly one succeeds: the others find c released and return
+// an error wrapping ErrClosed.
+func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final lifeEvent, cause error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ptr == 0 {
+		return c.releasedLocked(op)
+	}
+	ptr := c.ptr
+	// Checked again under mu, which every call that would add a group's
+	// hold on c takes: no group can take c between this check and the free.
+	if err := c.notInGroup(op, ptr); err != nil {
+		return err
+	}
+	// Resources made after Destroy closed them (another goroutine) go now,
+	// while the communicator they need is still there.
+	var resErr error
+	for i := len(c.resources) - 1; i >= 0; i-- {
+		resErr = errors.Join(resErr, c.resources[i].closeLocked())
+	}
+	c.resources = nil
+	broken := c.lifeBeforeReleaseLocked(op, ptr)
+	// Before the free: once freed, another communicator may get the same
+	// address (and its own records).
+	if fn == "ncclCommDestroy" && capi.GroupOrphaned(ptr) {
+		// Work NCCL can never run is queued on it: abort, do not destroy.
+		f, fn, final = capi.CommAbort, "ncclCommAbort", evAbort
+	}
+	// The flight recorder's last entry of the communicator: a local
+	// operation, recorded before the call (a Destroy can wait in NCCL).
+	if len(c.trace.host) > 0 { // lifecycle work that ended unseen: say so first
+		c.asyncErrorLocked(ptr)
+	}
+	ev := trace.Event{Op: trace.Abort}
+	if fn == "ncclCommDestroy" {
+		ev.Op = trace.Destroy
+	}
+	ref := c.recordLocked(&ev)
+	registry.Delete(ptr)
+	capi.GroupForget(ptr)
+	st := f(ptr)
+	if st.Code == capi.Pending {
+		// Destroy of a communicator whose last operation is still running
+		// (the shim's gate answered without calling NCCL): NCCL needs it
+		// ready first. Abort instead of waiting here, under mu (the shim
+		// lets ncclCommAbort through always).
+		fn, final = "ncclCommAbort", evAbort
+		st = capi.CommAbort(ptr)
+	}
+	var abortErr error
+	if st.Code != 0 && fn == "ncclCommDestroy" {
+		// NCCL refuses to destroy a broken communicator (its async error
+		// is set) and leaves it allocated: abort it, which frees it.
+		final = evAbort
+		abortErr = statusErr(op, "ncclCommAbort", capi.CommAbort(ptr))
+	}
+	c.completeLocked(ref)
+	c.trace.host = nil
+	c.lifeAfterReleaseLocked(final == evAbort, broken)
+	c.closeTraceLocked()
+	if final == evAbort && c.abortCause == nil {
+		c.abortCause = cause // AbortCause's reason
+	}
+	c.moveLocked(op, final) // live, finalized or revoked: always legal
+	c.ptr, c.resources = 0, nil
+	if c.nbCounted {
+		capi.NonBlockingAdd(-1)
+		c.nbCounted = false
+	}
+	if c.hasClean {
+		c.cleanup.Stop()
+		c.hasClean = false
+	}
+	return errors.Join(resErr, statusErr(op, fn, st), abortErr)
+}
+
+// releasedLocked is the error of a Destroy or Abort (op) that found c
+// released by another goroutine's (mu held).
+func (c *Communicator) releasedLocked(op string) error {
+	if c.state == stateNull {
+		return fmt.Errorf("nccl: %s: communicator released by another goroutine meanwhile: %w", op, ErrClosed)
+	}
+	return fmt.Errorf("nccl: %s: communicator already %s (by another goroutine meanwhile): %w", op, c.state, ErrClosed)
+}
