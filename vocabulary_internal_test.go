@@ -1,0 +1,65 @@
+package nccl
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/trace"
+)
+
+// One data type enum (cuda.DType, which DataType is) and one reduction
+// operator enum (RedOp); the flight recorder, which imports no cgo
+// package, keeps both in a byte with its own names. These tests fail when
+// a value is added on one side only.
+
+func TestTraceVocabulary(t *testing.T) {
+	n := 0
+	for dt := DataType(0); dt.Valid(); dt++ {
+		n++
+		rt := recType(dt)
+		if rt.String() != dt.String() || rt.Size() != dt.Size() || dt.Size() == 0 {
+			t.Errorf("%s (size %d): the recorder says %q (size %d)", dt, dt.Size(), rt, rt.Size())
+		}
+		if back, ok := trace.ParseDataType(dt.String()); !ok || back != rt {
+			t.Errorf("trace.ParseDataType(%q) = %v, %v", dt, back, ok)
+		}
+		if dataTypeSince(dt) < 20305 || isFloat8(dt) != strings.HasPrefix(dt.String(), "float8") {
+			t.Errorf("%s: since %s, isFloat8 %v", dt, dataTypeSince(dt), isFloat8(dt))
+		}
+		if c := dataTypeCName(dt); !strings.EqualFold(c, "nccl"+dt.String()) {
+			t.Errorf("%s: C name %q", dt, c)
+		}
+	}
+	if n != 12 {
+		t.Errorf("%d data types, want NCCL's 12", n)
+	}
+	// A value the root does not know is unknown to the recorder too.
+	if rt := recType(DataType(n)); rt.Size() != 0 || !strings.HasPrefix(rt.String(), "DataType(") {
+		t.Errorf("the recorder knows %v (size %d), which DataType does not", rt, rt.Size())
+	}
+
+	for o := RedOp(0); o < numBuiltinOps; o++ {
+		ro := recOp(o)
+		if !ro.Builtin() || !strings.EqualFold("nccl"+ro.String(), o.String()) {
+			t.Errorf("%s: the recorder says %q (builtin %v)", o, ro, ro.Builtin())
+		}
+		if back, ok := trace.ParseRedOp(ro.String()); !ok || back != ro {
+			t.Errorf("trace.ParseRedOp(%q) = %v, %v", ro, back, ok)
+		}
+	}
+	for _, o := range []RedOp{numBuiltinOps, 255, 256, 1 << 20} {
+		if ro := recOp(o); ro.Builtin() || o.Builtin() {
+			t.Errorf("custom operator %d: recorded as %v (builtin %v)", int32(o), ro, ro.Builtin())
+		}
+	}
+}
+
+// The element types of device memory are NCCL's: DataTypeOf's cast is gone,
+// a Slice's DType is a DataType.
+func TestSliceTypeIsDataType(t *testing.T) {
+	var dt DataType = cuda.DTypeOf[cuda.BFloat16]()
+	if dt != BFloat16 || BufferOf(cuda.Slice[float32]{}).Type != Float32 {
+		t.Errorf("DTypeOf[BFloat16] = %v; want %v", dt, BFloat16)
+	}
+}
