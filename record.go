@@ -28,12 +28,7 @@ import (
 // operator 256 would read as Sum, a built-in one the analyzer compares.
 func recType(t DataType) trace.DataType { return trace.DataType(t) }
 
-func recOp(o RedOp) trace.RedOp {
-	if uint32(o) > 255 {
-		return 255
-	}
-	return trace.RedOp(o)
-}
+func recOp(o RedOp) trace.RedOp { return trace.RedOp(min(uint32(o), 255)) }
 
 // traceState is what a communicator keeps for the recorder (guarded by mu,
 // except hooks).

@@ -1,6 +1,10 @@
 package nccl
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,5 +65,63 @@ func TestSliceTypeIsDataType(t *testing.T) {
 	var dt DataType = cuda.DTypeOf[cuda.BFloat16]()
 	if dt != BFloat16 || BufferOf(cuda.Slice[float32]{}).Type != Float32 {
 		t.Errorf("DTypeOf[BFloat16] = %v; want %v", dt, BFloat16)
+	}
+}
+
+// dtypeConsts is the names of the constants of the const block of file
+// whose first constant is first, and the cuda.X each one's value names
+// (empty for other values).
+func dtypeConsts(t *testing.T, file, first string) (names, values []string) {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST || len(g.Specs) == 0 || g.Specs[0].(*ast.ValueSpec).Names[0].Name != first {
+			continue
+		}
+		for _, sp := range g.Specs {
+			vs := sp.(*ast.ValueSpec)
+			v := ""
+			if len(vs.Values) == 1 {
+				if sel, ok := vs.Values[0].(*ast.SelectorExpr); ok {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "cuda" {
+						v = sel.Sel.Name
+					}
+				}
+			}
+			names, values = append(names, vs.Names[0].Name), append(values, v)
+		}
+	}
+	return names, values
+}
+
+// Every cuda.DType constant is re-exported by this package, under the name
+// NCCL's users know, in cuda's order.
+func TestDataTypesReexported(t *testing.T) {
+	cudaNames, _ := dtypeConsts(t, "cuda/dtype.go", "Int8")
+	_, reexported := dtypeConsts(t, "types.go", "Int8")
+	if len(cudaNames) != 12 || !slices.Equal(cudaNames, reexported) {
+		t.Errorf("cuda's DType constants %v, re-exported %v", cudaNames, reexported)
+	}
+}
+
+// The recorder's operations split into those queued on a CUDA stream
+// (collectives and point-to-point calls: they carry data or pair ranks)
+// and lifecycle ones (lifecycleOps), which run in NCCL's call on no stream.
+// A new operation of trace is classified here or this test fails.
+func TestLifecycleOpsCoverTrace(t *testing.T) {
+	n := 0
+	for o := trace.Op(1); !strings.HasPrefix(o.String(), "Op("); o++ {
+		n++
+		onStream := o.HasData() || o.Class() == trace.PointToPoint
+		if lifecycleOps[o] == onStream {
+			t.Errorf("%v: lifecycleOps says %v, but it runs on a stream: %v", o, lifecycleOps[o], onStream)
+		}
+	}
+	if n < 21 {
+		t.Errorf("trace names %d operations", n)
 	}
 }

@@ -34,12 +34,16 @@ type Elem interface {
 // are NCCL's ncclDataType_t codes.
 type DType int32
 
-// Element types, numbered as ncclDataType_t. Adding one: a value here (the
-// next ncclDataType_t code), its row in dtypeInfo, its Go type in Elem and
-// DTypeOf, package nccl's re-exported constant and its first release
-// (dataTypeSince), trace's row (trace/op.go); TestDataTypeVocabulary of
-// package nccl fails for each one left out.
+// Element types, numbered as ncclDataType_t.
 const (
+	// Adding one touches: a value here (the next ncclDataType_t code) and
+	// its row in dtypeInfo; its Go type in Elem and DTypeOf (TestDTypes);
+	// package nccl's re-exported constant (TestDataTypesReexported) and its
+	// first release (dataTypeSince); the recorder's row and PyTorch's name
+	// in package trace (TestTraceVocabulary, TestTablesCoverEveryValue);
+	// perf's nccl-tests name (TestEveryDataTypeHasANcclTestsName); and the
+	// fake NCCL's type sizes.
+
 	Int8 DType = iota
 	Uint8
 	Int32
