@@ -175,23 +175,23 @@ func (c *Communicator) Scatter(send, recv Buffer, root int, s cuda.Stream) error
 // decided inline, one C call, nothing allocated (the closure stays on the
 // stack: call does not keep it).
 func (c *Communicator) run(a *collCall) error {
-	name := &colls[a.kind]
+	k := &colls[a.kind]
 	h, sdev, err := a.stream.Resolve()
 	if err != nil {
-		return &ArgError{Op: name.name, Arg: "stream", Reason: "destroyed", Err: err}
+		return &ArgError{Op: k.name, Arg: "stream", Reason: "destroyed", Err: err}
 	}
 	var ev trace.Event // filled once the checks passed; recorded by attempt
-	return c.call(context.Background(), started, name.name, name.fn, takePrepared, &ev, func(ptr uintptr) (capi.Status, error) {
-		if err := c.queueCheckLocked(name.name, sdev); err != nil {
+	return c.call(context.Background(), started, k.name, k.fn, takePrepared, &ev, func(ptr uintptr) (capi.Status, error) {
+		if err := c.queueCheckLocked(k.name, sdev); err != nil {
 			return capi.Status{}, err
 		}
-		send, recv, count, dt, err := c.validateLocked(a, name.name)
+		send, recv, count, dt, err := c.validateLocked(a, k.name)
 		if err != nil {
 			return capi.Status{}, err
 		}
 		// Field by field: a composite literal is built on the stack and
 		// copied wide, which stalls on its own narrow stores.
-		ev.Op, ev.DataType, ev.RedOp = name.op, recType(dt), recOp(a.op)
+		ev.Op, ev.DataType, ev.RedOp = k.op, recType(dt), recOp(a.op)
 		ev.Peer, ev.Count, ev.Stream = int32(a.root), count, h
 		var st capi.Status
 		switch a.kind {
@@ -216,7 +216,7 @@ func (c *Communicator) run(a *collCall) error {
 		case kRecv:
 			st = capi.Recv(recv, count, int32(dt), a.root, ptr, h)
 		default: // validateLocked refuses first; kept for step 4 of collKind's list
-			return capi.Status{}, fmt.Errorf("nccl: %s: internal: run has no C call for kind %d", name.name, a.kind)
+			return capi.Status{}, fmt.Errorf("nccl: %s: internal: run has no C call for kind %d", k.name, a.kind)
 		}
 		return st, nil
 	})
