@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -38,14 +39,27 @@ func requireBench(b *testing.B) {
 // BenchmarkAllReduceHostPath measures the host cost of a call: an in-place
 // all-reduce of one float32 on a one-rank communicator (a no-op for the
 // GPU), from Go through the binding ("go") and from a loop written in C
-// inside the shim ("c"), which calls ncclAllReduce directly. "compare" runs
-// both, and the shim's trampoline called from Go without the binding's
-// logic ("raw"), in one benchmark and reports go-ns/op, raw-ns/op,
-// c-ns/op, floor-ns/op (a cgo call of a C function that does nothing),
-// diff-ns/op (go - c; the target: at most 100), binding-ns/op (go - raw:
-// the binding's own lock and checks; target 40) and raw-floor-ns/op (raw -
-// floor: the shim's own cost; target 15), each the median over paired
-// rounds; "cgo-floor" is the bare cgo call alone. allocs/op must be 0 and
+// inside the shim ("c"), which calls ncclAllReduce directly. "compare" runs,
+// in paired rounds, the binding, the shim's trampoline called from Go
+// without the binding's logic ("raw"), the C loop twice and a cgo call of a
+// C function that does nothing ("floor"), and reports the medians over
+// rounds:
+//
+//   - go-ns/op, raw-ns/op, c-ns/op, floor-ns/op: each loop's time per call;
+//   - diff-ns/op = go - c: what the binding costs over C, the figure with a
+//     target (at most 50 with the recorder off, 70 with it on);
+//   - binding-ns/op = go - raw: the binding's own lock, checks and record;
+//   - shim-ns/op = raw - c - floor: the shim's trampoline beyond a bare cgo
+//     call;
+//   - aa-ns/op = c2 - c: the C loop against itself in the same round, the
+//     A/A control (a difference within its spread is not a finding);
+//     aa-abs-ns/op is the median of its absolute value;
+//   - lock-ns/op: the C loop with one locked read-modify-write after each
+//     call (what a Go call's return and the binding's unlock do), minus
+//     the C loop: after NCCL has written to the GPU's queue, such an
+//     instruction waits for those writes to drain.
+//
+// "cgo-floor" is the bare cgo call alone. allocs/op must be 0 and
 // cgo-calls/op 1.
 func BenchmarkAllReduceHostPath(b *testing.B) {
 	requireBench(b)
@@ -129,25 +143,34 @@ func BenchmarkAllReduceHostPath(b *testing.B) {
 				}
 			}
 		}
-		loops := [4]func(int){goLoop, rawLoop, cLoop, floorLoop}
-		var ns [4][]float64 // go, raw, c, floor
-		var diff, binding, shim []float64
+		cLockLoop := func(n int) {
+			capi.BenchSetLockEach(true)
+			defer capi.BenchSetLockEach(false)
+			cLoop(n)
+		}
+		loops := [...]func(int){goLoop, rawLoop, cLoop, floorLoop, cLoop, cLockLoop}
+		const nl = len(loops)
+		var ns [nl][]float64 // go, raw, c, floor, c2
+		var diff, binding, shim, aa, aaAbs, lock []float64
 		done := 0
 		for r := 0; done < b.N; r++ {
 			n := min(round, b.N-done)
-			var t [4]float64
-			for k := range 4 {
-				i := (r + k) % 4
+			var t [nl]float64
+			for k := range nl {
+				i := (r + k) % nl
 				t0 := time.Now()
 				loops[i](n)
 				t[i] = float64(time.Since(t0).Nanoseconds()) / float64(n)
 			}
 			b.StopTimer()
 			sync()
-			for i := range 4 {
+			for i := range nl {
 				ns[i] = append(ns[i], t[i])
 			}
-			diff, binding, shim = append(diff, t[0]-t[2]), append(binding, t[0]-t[1]), append(shim, t[1]-t[3])
+			diff, binding = append(diff, t[0]-t[2]), append(binding, t[0]-t[1])
+			shim = append(shim, t[1]-t[2]-t[3])
+			aa, aaAbs = append(aa, t[4]-t[2]), append(aaAbs, math.Abs(t[4]-t[2]))
+			lock = append(lock, t[5]-t[2])
 			b.StartTimer()
 			done += n
 		}
@@ -157,7 +180,10 @@ func BenchmarkAllReduceHostPath(b *testing.B) {
 		b.ReportMetric(median(ns[3]), "floor-ns/op")
 		b.ReportMetric(median(diff), "diff-ns/op")
 		b.ReportMetric(median(binding), "binding-ns/op")
-		b.ReportMetric(median(shim), "raw-floor-ns/op")
+		b.ReportMetric(median(shim), "shim-ns/op")
+		b.ReportMetric(median(aa), "aa-ns/op")
+		b.ReportMetric(median(aaAbs), "aa-abs-ns/op")
+		b.ReportMetric(median(lock), "lock-ns/op")
 	})
 	// The floor under any binding: one cgo call to a C function that does
 	// nothing.
@@ -169,6 +195,25 @@ func BenchmarkAllReduceHostPath(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkAsyncError is the cost of one ncclCommGetAsyncError through
+// [nccl.Communicator.AsyncError] on an idle one-rank communicator: what the
+// watchdog's asynchronous-error poll holds the communicator's lock for.
+func BenchmarkAsyncError(b *testing.B) {
+	requireBench(b)
+	comms, err := nccl.InitAll([]int{0})
+	if err != nil {
+		b.Fatalf("InitAll: %v", err)
+	}
+	c := comms[0]
+	defer c.Destroy()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.AsyncError(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // median returns the median of xs, reordering them.

@@ -225,6 +225,48 @@ func TestHookWatchMarks(t *testing.T) {
 	})
 }
 
+// watchingHook follows every operation queued on a stream
+// (nccl.WatchingHook): it never calls Watch.
+type watchingHook struct{ countHook }
+
+func (*watchingHook) WatchesQueued() {}
+
+// A WatchingHook's operations on a stream are recorded watched, without a
+// call to Watch (the watchdog's hot path); a plain hook's are not; and the
+// hook is told so in op.Event.Watched.
+func TestWatchingHookRecordsWatched(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=64"}}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, &nccl.Config{CommName: "watching"})
+		buf := collBuf(t, 0, f32s(4)...)
+		plain := &countHook{}
+		if _, err := c.AddHook(plain); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		h := &watchingHook{}
+		remove, err := c.AddHook(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		remove()
+		if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		es := entriesOf(t, "watching")
+		if len(es) != 3 || es[0].Watched || !es[1].Watched || es[2].Watched {
+			t.Fatalf("entries %+v; want AllReduce unwatched, watched (a WatchingHook attached), unwatched (removed)", es)
+		}
+		if len(h.ops) != 1 || !h.ops[0].Event.Watched || len(plain.ops) != 3 || plain.ops[0].Event.Watched || !plain.ops[1].Event.Watched {
+			t.Errorf("hooks told %+v and %+v; want Event.Watched only while the WatchingHook was attached", h.ops, plain.ops)
+		}
+	})
+}
+
 func containsAny(s string, words ...string) bool {
 	for _, w := range words {
 		for i := 0; i+len(w) <= len(s); i++ {

@@ -102,10 +102,10 @@ func (c *Communicator) closeTraceLocked() {
 // lifecycle call, is about to run) and tells the hooks (mu held). It is
 // called from one place, attempt (call.go), for every call that passes an
 // event, and from release for Abort and Destroy. It allocates nothing.
-// The binding never sets ev.Watched: only a hook that follows the entry
-// marks it (QueuedOp.Watch), except for lifecycle operations, which the
-// binding follows itself: watched and started here, completed when NCCL's
-// work ends (completeLocked, settleHostLocked).
+// The binding never sets ev.Watched itself: a hook that follows the entry
+// marks it (QueuedOp.Watch), or has it recorded watched ([WatchingHook]);
+// lifecycle operations the binding follows itself: watched and started
+// here, completed when NCCL's work ends (completeLocked, settleHostLocked).
 func (c *Communicator) recordLocked(ev *trace.Event) trace.Ref {
 	rec := c.trace.rec
 	if rec == nil {
@@ -119,13 +119,25 @@ func (c *Communicator) recordLocked(ev *trace.Event) trace.Ref {
 	// drained (a store-forwarding stall of ~10 ns on the hot path).
 	e := trace.Event{Op: ev.Op, DataType: ev.DataType, RedOp: ev.RedOp, Peer: ev.Peer,
 		Count: ev.Count, Stream: ev.Stream, Group: capi.GroupID()}
+	hs := c.trace.hooks.Load()
+	lifecycle := lifecycleOps[e.Op]
+	if hs != nil && !lifecycle {
+		for _, h := range *hs {
+			if h.watches {
+				// Recorded watched: no second update of the entry (an
+				// atomic read-modify-write on the hot path) to mark it.
+				e.Watched = true
+				break
+			}
+		}
+	}
 	ref := rec.Record(e)
-	if lifecycleOps[e.Op] {
+	if lifecycle {
 		rec.Watch(ref)
 		rec.Start(ref)
 	}
-	if hs := c.trace.hooks.Load(); hs != nil {
-		op := QueuedOp{Comm: c, Trace: rec, Ref: ref, Event: e, OnStream: !lifecycleOps[e.Op]}
+	if hs != nil {
+		op := QueuedOp{Comm: c, Trace: rec, Ref: ref, Event: e, OnStream: !lifecycle}
 		for _, e := range *hs {
 			e.h.Queued(op)
 		}
@@ -237,7 +249,25 @@ type Hook interface {
 
 // hookEntry is one AddHook call: removing it removes that call's hook
 // only, even when the same hook was added twice.
-type hookEntry struct{ h Hook }
+type hookEntry struct {
+	h       Hook
+	watches bool // h is a WatchingHook
+}
+
+// WatchingHook is a [Hook] that follows every operation queued on a stream
+// it is told of: the communicator records those operations already
+// watched (op.Event.Watched is true), as if the hook had called
+// [QueuedOp.Watch] for each, which saves that call's cost on the hot path.
+// A WatchingHook that does not follow one after all (the watchdog does not
+// follow an operation captured into a CUDA graph) calls
+// op.Trace.Unwatch(op.Ref). Lifecycle operations are followed by the
+// binding, whatever the hooks.
+type WatchingHook interface {
+	Hook
+	// WatchesQueued marks the hook as one that follows every operation
+	// queued on a stream; the communicator never calls it.
+	WatchesQueued()
+}
 
 // QueuedOp is one queued operation as a [Hook] sees it.
 type QueuedOp struct {
@@ -245,7 +275,8 @@ type QueuedOp struct {
 	Trace *trace.Comm   // its flight-recorder history
 	Ref   trace.Ref     // the operation's entry there (its Seq names it across ranks)
 	// Event is what was queued: operation, type, count, peer, stream,
-	// group. Event.Watched is false: see Watch.
+	// group. Event.Watched is false (see Watch), unless a [WatchingHook]
+	// is attached and the operation is on a stream.
 	Event trace.Event
 	// OnStream says the operation was queued on the CUDA stream
 	// Event.Stream; false for lifecycle operations, which run on no stream
@@ -284,7 +315,8 @@ func (c *Communicator) AddHook(h Hook) (remove func(), err error) {
 	}
 	defer c.mu.Unlock()
 	c.registerTraceLocked()
-	e := &hookEntry{h: h}
+	_, watches := h.(WatchingHook)
+	e := &hookEntry{h: h, watches: watches}
 	c.trace.hookMu.Lock()
 	defer c.trace.hookMu.Unlock()
 	var list []*hookEntry

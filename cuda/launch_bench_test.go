@@ -76,8 +76,34 @@ func BenchmarkLaunch(b *testing.B) {
 	offs := [4]uint16{0, 8, 16, 24}
 	ccfg := capi.LaunchConfig{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}
 	cLoop := func(k int) {
-		if r := capi.BenchLaunchLoop(ctx.Handle(), f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, k); r != 0 {
+		if r := capi.BenchLaunchLoop(ctx.Handle(), f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, k, 0); r != 0 {
 			b.Fatalf("C loop: CUresult %d", r)
+		}
+	}
+	// The C loop passing the context each launch, as the binding's
+	// trampoline gets it: the trampoline asks the driver for the current
+	// context (cuCtxGetCurrent) before each launch.
+	cCtxLoop := func(k int) {
+		if r := capi.BenchLaunchLoop(ctx.Handle(), f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, k, 1); r != 0 {
+			b.Fatalf("C loop: CUresult %d", r)
+		}
+	}
+	// The C loop with one locked read-modify-write after each launch, as
+	// a Go call's return does (the runtime's atomic status changes): after
+	// the driver's writes to the GPU's queue such an instruction waits for
+	// them to drain.
+	cLockLoop := func(k int) {
+		capi.BenchSetLockEach(true)
+		defer capi.BenchSetLockEach(false)
+		cLoop(k)
+	}
+	// The crossing alone: the shim's launch called from Go with the
+	// argument bytes built once, no binding logic.
+	rawLoop := func(k int) {
+		for range k {
+			if r := capi.Launch(ctx.Handle(), f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4); r != 0 {
+				b.Fatalf("raw launch: CUresult %d", r)
+			}
 		}
 	}
 	sync := func() {
@@ -88,6 +114,11 @@ func BenchmarkLaunch(b *testing.B) {
 	goLoop(launchRound)
 	cLoop(launchRound)
 	sync()
+	// Does the driver launch a function in its own context when the
+	// thread has none current? (If so, a launch need not make it current.)
+	r := capi.BenchLaunchLoop(ctx.Handle(), f.Handle(), s.Handle(), &ccfg, &buf[0], &offs[0], 4, 2, 2)
+	sync()
+	b.Logf("launch with no current context: CUresult %d", r)
 	b.Logf("driver: %s; rounds of %d launches, the stream synchronized between them (timer stopped)", driver, launchRound)
 
 	b.Run("go", func(b *testing.B) {
@@ -125,7 +156,13 @@ func BenchmarkLaunch(b *testing.B) {
 		// synchronization), each on an empty stream. The figures are
 		// medians over rounds: a shared machine's stalls hit single
 		// rounds. floor-ns/op is one cgo call that does nothing, the
-		// part of diff-ns/op that no Go binding avoids.
+		// part of diff-ns/op that no Go binding avoids. The breakdown:
+		// binding-ns/op (go - raw: the Go side's checks and argument
+		// marshalling), ctx-ns/op (c-ctx - c: asking the driver for the
+		// current context each launch) and aa-ns/op, the C loop against
+		// itself (c2 - c: the spread no difference below means anything);
+		// lock-ns/op: the C loop with one locked read-modify-write after
+		// each launch, minus the C loop.
 		floorLoop := func(k int) {
 			for range k {
 				if capi.BenchFloor() != 0 {
@@ -133,14 +170,15 @@ func BenchmarkLaunch(b *testing.B) {
 				}
 			}
 		}
-		loops := [3]func(int){goLoop, cLoop, floorLoop}
-		var ns [3][]float64
-		var diff []float64
+		loops := [...]func(int){goLoop, cLoop, floorLoop, cCtxLoop, rawLoop, cLoop, cLockLoop}
+		const nl = len(loops)
+		var ns [nl][]float64
+		var diff, binding, ctxCost, aa, lock []float64
 		for done, r := 0, 0; done < b.N; r++ {
 			k := min(launchRound, b.N-done)
-			var t [3]float64
-			for j := range 3 {
-				i := (r + j) % 3
+			var t [nl]float64
+			for j := range nl {
+				i := (r + j) % nl
 				t0 := time.Now()
 				loops[i](k)
 				t[i] = float64(time.Since(t0).Nanoseconds()) / float64(k)
@@ -148,16 +186,25 @@ func BenchmarkLaunch(b *testing.B) {
 				sync()
 				b.StartTimer()
 			}
-			for i := range 3 {
+			for i := range nl {
 				ns[i] = append(ns[i], t[i])
 			}
 			diff = append(diff, t[0]-t[1])
+			binding = append(binding, t[0]-t[4])
+			ctxCost = append(ctxCost, t[3]-t[1])
+			aa = append(aa, t[5]-t[1])
+			lock = append(lock, t[6]-t[1])
 			done += k
 		}
 		b.ReportMetric(medianOf(ns[0]), "go-ns/op")
 		b.ReportMetric(medianOf(ns[1]), "c-ns/op")
 		b.ReportMetric(medianOf(diff), "diff-ns/op")
 		b.ReportMetric(medianOf(ns[2]), "floor-ns/op")
+		b.ReportMetric(medianOf(ns[4]), "raw-ns/op")
+		b.ReportMetric(medianOf(binding), "binding-ns/op")
+		b.ReportMetric(medianOf(ctxCost), "ctx-ns/op")
+		b.ReportMetric(medianOf(aa), "aa-ns/op")
+		b.ReportMetric(medianOf(lock), "lock-ns/op")
 	})
 }
 

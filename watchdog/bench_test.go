@@ -25,7 +25,13 @@ const fakeBenchEnv = "NCCL4GO_FAKE_BENCH"
 // rounds of 256 calls, waiting between rounds for the poller to take the
 // events back, and reports the medians (unwatched-ns/op, watched-ns/op) and
 // their difference, added-ns/op: the target is at most 60 on an H200.
-// allocs/op must be 0.
+// allocs/op must be 0. The rounds rotate the order of four communicators:
+// the unwatched one, a second unwatched one (the A/A control: aa-ns/op is
+// its difference to the first, the spread under which no difference means
+// anything), the one watched at the fastest poll (1 ms: the poller's
+// work, its asynchronous-error poll included, a hundred times as often as
+// by default) and one watched at the default poll interval
+// (added-default-ns/op).
 //
 // On a GPU machine it uses the real libraries; with NCCL4GO_FAKE_BENCH=1
 // the fakes, whose event calls take a lock and walk the list of every
@@ -53,9 +59,10 @@ func BenchmarkWatchedAllReduce(b *testing.B) {
 		}
 		return comms[0]
 	}
-	plain, watched := mk(), mk()
-	defer plain.Destroy()
-	defer watched.Destroy()
+	plain, plain2, watched, watchedDef := mk(), mk(), mk(), mk()
+	for _, c := range []*nccl.Communicator{plain, plain2, watched, watchedDef} {
+		defer c.Destroy()
+	}
 	s, err := cuda.Device(0).NewStream()
 	if err != nil {
 		b.Fatal(err)
@@ -72,6 +79,11 @@ func BenchmarkWatchedAllReduce(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Stop()
+	wd, err := watchdog.Watch(watchedDef, &watchdog.Options{Timeout: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer wd.Stop()
 	loop := func(c *nccl.Communicator, n int) {
 		for range n {
 			if err := c.AllReduce(buf, buf, nccl.Sum, s); err != nil {
@@ -83,7 +95,7 @@ func BenchmarkWatchedAllReduce(b *testing.B) {
 		if err := s.Synchronize(); err != nil {
 			b.Fatal(err)
 		}
-		for deadline := time.Now().Add(5 * time.Second); w.Stats().Pending > 0 && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(5 * time.Second); (w.Stats().Pending > 0 || wd.Stats().Pending > 0) && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
 	}
@@ -93,7 +105,9 @@ func BenchmarkWatchedAllReduce(b *testing.B) {
 	// not finished): they grow to the largest backlog seen and stay, so a
 	// short warm-up left their growth in B/op (47 on an H200).
 	loop(plain, 1000)
+	loop(plain2, 1000)
 	loop(watched, 100000)
+	loop(watchedDef, 100000)
 	drain()
 
 	for _, bc := range []struct {
@@ -116,23 +130,30 @@ func BenchmarkWatchedAllReduce(b *testing.B) {
 		// b.N calls in all: rounds of round calls of each kind, so that
 		// -benchtime 200000x runs 200000 of each, as the other
 		// sub-benchmarks do.
-		var us, ws []float64
-		for done := 0; done < b.N; done += round {
-			t0 := time.Now()
-			loop(plain, round)
-			t1 := time.Now()
-			loop(watched, round)
-			t2 := time.Now()
-			us = append(us, float64(t1.Sub(t0).Nanoseconds())/round)
-			ws = append(ws, float64(t2.Sub(t1).Nanoseconds())/round)
+		comms := [4]*nccl.Communicator{plain, plain2, watched, watchedDef}
+		var ns [4][]float64
+		var added, addedDef, aa []float64
+		for done, r := 0, 0; done < b.N; done, r = done+round, r+1 {
+			var t [4]float64
+			for k := range 4 {
+				i := (r + k) % 4
+				t0 := time.Now()
+				loop(comms[i], round)
+				t[i] = float64(time.Since(t0).Nanoseconds()) / round
+			}
+			for i := range 4 {
+				ns[i] = append(ns[i], t[i])
+			}
+			added, addedDef, aa = append(added, t[2]-t[0]), append(addedDef, t[3]-t[0]), append(aa, t[1]-t[0])
 			b.StopTimer()
 			drain()
 			b.StartTimer()
 		}
-		mu, mw := median(us), median(ws)
-		b.ReportMetric(mu, "unwatched-ns/op")
-		b.ReportMetric(mw, "watched-ns/op")
-		b.ReportMetric(mw-mu, "added-ns/op")
+		b.ReportMetric(median(ns[0]), "unwatched-ns/op")
+		b.ReportMetric(median(ns[2]), "watched-ns/op")
+		b.ReportMetric(median(added), "added-ns/op")
+		b.ReportMetric(median(addedDef), "added-default-ns/op")
+		b.ReportMetric(median(aa), "aa-ns/op")
 		b.ReportMetric(0, "ns/op")
 	})
 	if st := w.Stats(); st.Dropped != 0 {

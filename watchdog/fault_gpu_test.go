@@ -374,7 +374,7 @@ func TestGPUKilledPeer(t *testing.T) {
 }
 
 // A context cancelled during init, split and a loop of collectives: each
-// wait returns within a second of the cancellation, and aborting frees the
+// wait returns within seconds of the cancellation, and aborting frees the
 // stream of a collective whose peer left.
 func TestGPUCancel(t *testing.T) {
 	nb := func() *nccl.Config { return &nccl.Config{Blocking: nccl.Ptr(false), Device: nccl.Ptr(0)} }
@@ -393,8 +393,12 @@ func TestGPUCancel(t *testing.T) {
 			c.Destroy()
 			t.Fatal("init of 2 ranks with 1 present succeeded")
 		}
-		if !errors.Is(err, context.Canceled) || took > 2*time.Second {
-			t.Errorf("InitContext after %v: %v; want context.Canceled within 2 s", took, err)
+		// Cancelled after 1 s, aborted within a few more: NCCL's abort
+		// joins its bootstrap thread, which took 1.75 s on an H200 with
+		// eight GPU test processes beside it (the peer never comes: without
+		// the cancellation the call would wait for good).
+		if !errors.Is(err, context.Canceled) || took > 6*time.Second {
+			t.Errorf("InitContext after %v: %v; want context.Canceled within 6 s", took, err)
 		}
 	})
 	t.Run("split", func(t *testing.T) {

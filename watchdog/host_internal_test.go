@@ -37,7 +37,7 @@ func TestHostOperationTimesOut(t *testing.T) {
 		queue := func(op trace.Op) trace.Ref {
 			ev := trace.Event{Op: op}
 			ref := tc.Record(ev)
-			w.queued(nccl.QueuedOp{Comm: c, Trace: tc, Ref: ref, Event: ev})
+			w.queued(&nccl.QueuedOp{Comm: c, Trace: tc, Ref: ref, Event: ev})
 			return ref
 		}
 		done := queue(trace.Finalize)

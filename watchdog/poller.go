@@ -290,7 +290,7 @@ func (w *Watchdog) tick() tickResult {
 			// operations is progress, however busy it stays.
 			w.nonBlocking.Store(true)
 			w.mu.Lock()
-			serial, last := w.serial, w.last
+			serial, last := w.serial, w.newestLocked()
 			w.mu.Unlock()
 			switch {
 			case w.busySince == 0 || serial != w.busySerial:
@@ -490,6 +490,19 @@ func (w *Watchdog) tick() tickResult {
 		w.asyncReq <- before // never blocks: one poll at a time, and asyncOn was false
 	}
 	return tickOK
+}
+
+// newestLocked is the newest operation queued (the highest serial) among
+// those not yet taken by the poller and the poller's own pending ones (mu
+// and pollMu held); the zero entry when there is none.
+func (w *Watchdog) newestLocked() entry {
+	var last entry
+	for _, q := range [...][]entry{w.pending, w.incoming, w.deferred, w.host} {
+		if n := len(q); n > 0 && q[n-1].serial > last.serial {
+			last = q[n-1]
+		}
+	}
+	return last
 }
 
 // asyncPolls answers the poller's requests for the communicator's

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,7 +30,7 @@ func TestWatchedCapture(t *testing.T) {
 	for _, mode := range captureModes {
 		t.Run(mode.String(), func(t *testing.T) {
 			faketest.Run(t, faketest.Env{Extra: []string{"FAKE_CUDA_CAPTURE_RULES=1"}}, func(t *testing.T) {
-				c := oneRank(t, nil)
+				c := oneRank(t, &nccl.Config{CommName: "captured"})
 				defer c.Destroy()
 				buf := floats(t, 64)
 				s, err := cuda.Device(0).NewStream()
@@ -81,6 +82,31 @@ func TestWatchedCapture(t *testing.T) {
 				st := w.Stats()
 				if w.Err() != nil || st.Captured != 2 || st.Dropped != 0 || st.Pending != 0 || st.Abandoned != 0 {
 					t.Errorf("Err %v, stats %+v; want no error, 2 captured, none dropped, pending or abandoned", w.Err(), st)
+				}
+				// The captured operations were recorded watched (the
+				// watchdog is a WatchingHook) and unwatched when it saw the
+				// capture: a dump never reads them started and not
+				// completed, which the analyzer would call stuck.
+				d := trace.Default().Snapshot("test")
+				var id uint32
+				for _, dc := range d.Comms {
+					if dc.Name == "captured" {
+						id = dc.ID
+					}
+				}
+				var states []string
+				for _, e := range d.Entries {
+					if e.Op == trace.AllReduce && e.Comm == id {
+						st := "-"
+						if e.Watched {
+							st = e.State.String()
+						}
+						states = append(states, fmt.Sprintf("watched=%v %s", e.Watched, st))
+					}
+				}
+				want := []string{"watched=true completed", "watched=false -", "watched=false -"}
+				if !slices.Equal(states, want) {
+					t.Errorf("dump entries %q, want %q", states, want)
 				}
 			})
 		})

@@ -148,7 +148,6 @@ type Watchdog struct {
 	closed   bool          // stopped or failed: queued does nothing
 	dropped  uint64        // operations not watched: an event could not be made or recorded, or the capture state not read
 	captured uint64        // operations queued into a stream capture: not watched
-	last     entry         // the newest operation queued (no event)
 	streams  []streamState // the streams operations were queued on
 	host     []entry       // host-side operations (Split, Finalize, ...): followed by their flight-recorder entries
 	period   uint64        // the poller's ticks so far: queued records at most one event per stream and tick
@@ -363,8 +362,13 @@ func (w *Watchdog) unclaim() {
 // methods.
 type hook struct{ w *Watchdog }
 
-func (h hook) Queued(op nccl.QueuedOp) { h.w.queued(op) }
-func (h hook) GroupEnded()             { h.w.groupEnded() }
+func (h hook) Queued(op nccl.QueuedOp) { h.w.queued(&op) }
+
+// WatchesQueued: the watchdog follows every operation queued on a stream
+// (nccl.WatchingHook), so they are recorded watched; queued unwatches the
+// ones it does not follow.
+func (h hook) WatchesQueued() {}
+func (h hook) GroupEnded()    { h.w.groupEnded() }
 
 // queued runs under the communicator's lock right after NCCL accepted an
 // operation. It costs a mutex, an atomic load and a copy: the first
@@ -373,15 +377,17 @@ func (h hook) GroupEnded()             { h.w.groupEnded() }
 // the period are covered by the next event on that stream (stream order:
 // an event completes after everything queued before it), which the poller
 // records at its next tick if no operation does.
-func (w *Watchdog) queued(op nccl.QueuedOp) {
+func (w *Watchdog) queued(op *nccl.QueuedOp) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
+		if op.Event.Watched {
+			op.Trace.Unwatch(op.Ref) // recorded watched (WatchesQueued): not followed after all
+		}
 		return
 	}
 	w.serial++
 	en := entry{tr: op.Trace, ref: op.Ref, e: op.Event, serial: w.serial}
-	w.last = en
 	// A group's operations reach the GPU when the group ends, and a
 	// non-blocking communicator's when NCCL's thread launches them: both
 	// before the communicator's next operation is accepted.
@@ -404,6 +410,9 @@ func (w *Watchdog) queued(op nccl.QueuedOp) {
 		// would break the capture); its replays are not watched.
 		w.captured++
 		w.mu.Unlock()
+		if op.Event.Watched {
+			op.Trace.Unwatch(op.Ref)
+		}
 		return
 	}
 	if op.Event.Group != 0 || w.nonBlocking.Load() {
@@ -470,7 +479,9 @@ func (w *Watchdog) launchLocked(en entry, ss *streamState) {
 			}
 		}
 	}
-	en.tr.Watch(en.ref) // the poller starts and completes it from now on
+	if !en.e.Watched {
+		en.tr.Watch(en.ref) // the poller starts and completes it from now on
+	}
 	w.incoming = append(w.incoming, en)
 }
 

@@ -81,19 +81,35 @@ int capi_launch(uintptr_t ctx, uintptr_t fn, uintptr_t stream, const capi_launch
 }
 
 int capi_bench_launch_loop(uintptr_t ctx, uintptr_t fn, uintptr_t stream, const capi_launch_cfg *c,
-			   const unsigned char *buf, const uint16_t *offs, int nargs, long iters) {
+			   const unsigned char *buf, const uint16_t *offs, int nargs, long iters, int ctx_each) {
 	void *params[CAPI_MAX_KERNEL_ARGS + 1];
 	if (launch_params(params, buf, offs, nargs)) {
 		return 1;
 	}
 	params[nargs] = NULL;
 	// The context is made current once; each iteration is then the
-	// driver's cuLaunchKernel behind the trampoline's null checks.
+	// driver's cuLaunchKernel behind the trampoline's null checks. With
+	// ctx_each 1, every iteration passes the context as the binding's
+	// launches do (the trampoline asks the driver for the current one);
+	// with 2, the thread has no current context during the loop (does the
+	// driver launch a CUfunction in its own context?).
+	uintptr_t prev = 0;
+	if (ctx_each == 2) {
+		if (capi_ctx_swap(0, &prev)) {
+			return 2;
+		}
+		ctx = 0;
+	}
 	int r = capi_cuLaunchKernel(ctx, fn, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
 				    c->smem, stream, params, NULL);
+	uintptr_t again = ctx_each == 1 ? ctx : 0;
 	for (long i = 1; i < iters && r == 0; i++) {
-		r = capi_cuLaunchKernel(0, fn, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+		capi_bench_after_call();
+		r = capi_cuLaunchKernel(again, fn, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
 					c->block[2], c->smem, stream, params, NULL);
+	}
+	if (ctx_each == 2) {
+		capi_ctx_swap(prev, &prev);
 	}
 	return r;
 }

@@ -49,10 +49,21 @@ func Launch(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs *uint16,
 		(*C.capi_launch_cfg)(unsafe.Pointer(cfg)), (*C.uchar)(buf), (*C.uint16_t)(offs), C.int(nargs)))
 }
 
-// BenchLaunchLoop is capi_bench_launch_loop.
-func BenchLaunchLoop(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs *uint16, nargs, iters int) int32 {
+// BenchLaunchLoop is capi_bench_launch_loop: ctxMode 0 makes ctx current
+// once, 1 passes it to every launch, 2 launches with no current context.
+func BenchLaunchLoop(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs *uint16, nargs, iters, ctxMode int) int32 {
 	return int32(C.capi_bench_launch_loop(C.uintptr_t(ctx), C.uintptr_t(fn), C.uintptr_t(stream),
-		(*C.capi_launch_cfg)(unsafe.Pointer(cfg)), (*C.uchar)(buf), (*C.uint16_t)(offs), C.int(nargs), C.long(iters)))
+		(*C.capi_launch_cfg)(unsafe.Pointer(cfg)), (*C.uchar)(buf), (*C.uint16_t)(offs), C.int(nargs), C.long(iters), C.int(ctxMode)))
+}
+
+// BenchSetLockEach makes the benchmarks' C loops do one locked
+// read-modify-write after each call (on) or not.
+func BenchSetLockEach(on bool) {
+	v := 0
+	if on {
+		v = 1
+	}
+	C.capi_bench_set_lock_each(C.int(v))
 }
 
 // CuModuleLoad is capi_module_load; log receives the JIT's error log.

@@ -33,7 +33,7 @@ int capi_launch(uintptr_t ctx, uintptr_t fn, uintptr_t stream, const capi_launch
 // benchmark: it builds the argument array once and calls cuLaunchKernel
 // iters times.
 int capi_bench_launch_loop(uintptr_t ctx, uintptr_t fn, uintptr_t stream, const capi_launch_cfg *cfg,
-			   const unsigned char *buf, const uint16_t *offs, int nargs, long iters);
+			   const unsigned char *buf, const uint16_t *offs, int nargs, long iters, int ctx_each);
 
 // capi_module_load loads a module from n bytes of CUBIN, PTX or fatbin
 // (cuModuleLoadDataEx; the image is copied with a terminating NUL, which

@@ -18,9 +18,11 @@ func Launch(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs *uint16,
 	return NotLoaded
 }
 
-func BenchLaunchLoop(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs *uint16, nargs, iters int) int32 {
+func BenchLaunchLoop(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs *uint16, nargs, iters, ctxMode int) int32 {
 	return NotLoaded
 }
+
+func BenchSetLockEach(on bool) {}
 
 func CuModuleLoad(ctx uintptr, image []byte, log []byte) (uintptr, int32) { return 0, NotLoaded }
 func CuModuleUnload(ctx, mod uintptr) int32                               { return NotLoaded }

@@ -418,11 +418,26 @@ capi_status capi_bench_allreduce_loop(uintptr_t buf, size_t count, int datatype,
 		if (r) {
 			return nccl_status(r);
 		}
+		capi_bench_after_call();
 	}
 	return nccl_status(0);
 }
 
 int capi_bench_floor(void) { return 0; }
+
+// The benchmarks' C loops do one locked read-modify-write after each call
+// when capi_bench_lock_each is set: what a Go call's return (the runtime's
+// atomic status changes) and the binding's unlock do after the same call.
+int capi_bench_lock_each;
+static long capi_bench_sink;
+
+void capi_bench_set_lock_each(int on) { capi_bench_lock_each = on; }
+
+void capi_bench_after_call(void) {
+	if (capi_bench_lock_each) {
+		__atomic_fetch_add(&capi_bench_sink, 1, __ATOMIC_SEQ_CST);
+	}
+}
 
 // ---------------------------------------------------------------------------
 // CUDA trampolines.
@@ -437,6 +452,17 @@ static int set_ctx(uintptr_t ctx) {
 		return r;
 	}
 	return CUDA_FN(cuCtxSetCurrent)((void *)ctx);
+}
+
+// capi_ctx_swap makes ctx (0: none) the calling thread's current context
+// and returns the one it replaces in *prev (benchmarks and tests).
+int capi_ctx_swap(uintptr_t ctx, uintptr_t *prev) {
+	capi_any_fn get = CUDA_FN(cuCtxGetCurrent), set = CUDA_FN(cuCtxSetCurrent);
+	if (!get || !set) {
+		return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+	}
+	int r = ((int (*)(void **))get)((void **)prev);
+	return r ? r : ((int (*)(void *))set)((void *)ctx);
 }
 
 // capi_wait_streams: see shim.h. One cgo crossing per slice instead of one

@@ -456,6 +456,13 @@ capi_status capi_bench_allreduce_loop(uintptr_t buf, size_t count, int datatype,
 				      long iters);
 int capi_bench_floor(void);
 
+// capi_bench_set_lock_each, capi_bench_after_call: see shim.c.
+void capi_bench_set_lock_each(int on);
+void capi_bench_after_call(void);
+
+// capi_ctx_swap: see shim.c.
+int capi_ctx_swap(uintptr_t ctx, uintptr_t *prev);
+
 // capi_wait_streams is nccl-tests' testStreamSynchronize in one C call: it
 // polls the n streams not yet marked in done (cuStreamQuery, each with its
 // context ctxs[i] made current, 0: the thread's), marking those that are
