@@ -158,10 +158,10 @@ func TestEnumNames(t *testing.T) {
 		size  int
 		since nccl.Release
 	}{
-		{nccl.Int8, "ncclInt8", 1, 20305}, {nccl.Uint8, "ncclUint8", 1, 20305}, {nccl.Int32, "ncclInt32", 4, 20305},
-		{nccl.Uint32, "ncclUint32", 4, 20305}, {nccl.Int64, "ncclInt64", 8, 20305}, {nccl.Uint64, "ncclUint64", 8, 20305},
-		{nccl.Float16, "ncclFloat16", 2, 20305}, {nccl.Float32, "ncclFloat32", 4, 20305},
-		{nccl.Float64, "ncclFloat64", 8, 20305}, {nccl.BFloat16, "ncclBfloat16", 2, 21003},
+		{nccl.Int8, "ncclInt8", 1, nccl.MinRelease}, {nccl.Uint8, "ncclUint8", 1, nccl.MinRelease}, {nccl.Int32, "ncclInt32", 4, nccl.MinRelease},
+		{nccl.Uint32, "ncclUint32", 4, nccl.MinRelease}, {nccl.Int64, "ncclInt64", 8, nccl.MinRelease}, {nccl.Uint64, "ncclUint64", 8, nccl.MinRelease},
+		{nccl.Float16, "ncclFloat16", 2, nccl.MinRelease}, {nccl.Float32, "ncclFloat32", 4, nccl.MinRelease},
+		{nccl.Float64, "ncclFloat64", 8, nccl.MinRelease}, {nccl.BFloat16, "ncclBfloat16", 2, nccl.MinRelease},
 		{nccl.Float8E4M3, "ncclFloat8e4m3", 1, 22403}, {nccl.Float8E5M2, "ncclFloat8e5m2", 1, 22403},
 	}
 	for i, c := range types {

@@ -26,20 +26,19 @@ const (
 	Float16    = cuda.Float16Type    // ncclFloat16
 	Float32    = cuda.Float32        // ncclFloat32
 	Float64    = cuda.Float64        // ncclFloat64
-	BFloat16   = cuda.BFloat16Type   // ncclBfloat16, NCCL 2.10.3
+	BFloat16   = cuda.BFloat16Type   // ncclBfloat16
 	Float8E4M3 = cuda.Float8E4M3Type // ncclFloat8e4m3, NCCL 2.24.3 (reductions need sm_90)
 	Float8E5M2 = cuda.Float8E5M2Type // ncclFloat8e5m2, NCCL 2.24.3 (reductions need sm_90)
 )
 
-// dataTypeSince is the first NCCL release that has t.
+// dataTypeSince is the first NCCL release that has t: 2.24.3 for the fp8
+// types, MinRelease for the others (every release the binding loads has
+// them).
 func dataTypeSince(t DataType) Release {
-	switch t {
-	case BFloat16:
-		return 21003
-	case Float8E4M3, Float8E5M2:
+	if isFloat8(t) {
 		return 22403
 	}
-	return 20305
+	return MinRelease
 }
 
 // dataTypeCName is t's C name, "ncclFloat8e4m3" (String's rule reversed),
@@ -65,7 +64,7 @@ const (
 	Prod RedOp = 1 // ncclProd
 	Max  RedOp = 2 // ncclMax
 	Min  RedOp = 3 // ncclMin
-	Avg  RedOp = 4 // ncclAvg, NCCL 2.10.3
+	Avg  RedOp = 4 // ncclAvg
 	// numBuiltinOps is ncclNumOps, the first value of custom operators.
 	numBuiltinOps RedOp = 5
 )

@@ -28,7 +28,7 @@ func TestTraceVocabulary(t *testing.T) {
 		if back, ok := trace.ParseDataType(dt.String()); !ok || back != rt {
 			t.Errorf("trace.ParseDataType(%q) = %v, %v", dt, back, ok)
 		}
-		if dataTypeSince(dt) < 20305 || isFloat8(dt) != strings.HasPrefix(dt.String(), "float8") {
+		if dataTypeSince(dt) < MinRelease || isFloat8(dt) != strings.HasPrefix(dt.String(), "float8") {
 			t.Errorf("%s: since %s, isFloat8 %v", dt, dataTypeSince(dt), isFloat8(dt))
 		}
 		if c := dataTypeCName(dt); !strings.EqualFold(c, "nccl"+dt.String()) {
