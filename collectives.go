@@ -29,8 +29,10 @@ import (
 // TestCollectiveChecklistCatchesOmissions adds a pretend kind to show each
 // check firing:
 //
-//  1. a kind here, before numKinds, and its row in colls (without the row
-//     the build fails: see the assertion after colls);
+//  1. a kind here, before numKinds, and its row in colls (collTable takes
+//     exactly numKinds rows: a kind added last without a row fails the
+//     build; one added in the middle leaves an empty row, which step 2's
+//     check reports);
 //  2. the recorder's operation (trace/op.go: a trace.Op and its row in
 //     ops: a name, class Collective or PointToPoint, HasData), the row's op:
 //     its name is the call's name in errors and dumps;
