@@ -538,6 +538,42 @@ func (c *Comm) Complete(ref Ref) {
 	c.update(ref, Completed, 0, false)
 }
 
+// CompleteRange completes every entry from first to last: the operations
+// c recorded consecutively between them (first and last included), as
+// Complete does for one. Entries the ring has overwritten are skipped; it
+// does nothing when last was recorded before first or the refs are zero.
+// The watchdog completes a run of operations that share one CUDA event
+// with it.
+func (c *Comm) CompleteRange(first, last Ref) { c.eachInRange(first, last, c.Complete) }
+
+// UnwatchRange undoes Watch for every entry from first to last (see
+// CompleteRange).
+func (c *Comm) UnwatchRange(first, last Ref) { c.eachInRange(first, last, c.Unwatch) }
+
+// eachInRange calls f with the Ref of each entry still in the ring from
+// first to last (by ticket).
+func (c *Comm) eachInRange(first, last Ref, f func(Ref)) {
+	if first.ticket == 0 || last.ticket < first.ticket {
+		return
+	}
+	f(first)
+	if last.ticket == first.ticket {
+		return
+	}
+	rg := c.ring.Load()
+	if rg == nil {
+		return
+	}
+	var e rawEntry
+	for t := first.ticket + 1; t < last.ticket; t++ {
+		s := &rg.slots[(t-1)&rg.mask]
+		if s.readRecord(&e) && e.ticket+1 == t {
+			f(Ref{ticket: t, seq: e.w[wSeq]})
+		}
+	}
+	f(last)
+}
+
 // CompleteIn notes that the operation ref refers to finished after running
 // for d, as measured by the caller (for example between two CUDA events).
 func (c *Comm) CompleteIn(ref Ref, d time.Duration) {

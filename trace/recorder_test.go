@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -372,5 +373,37 @@ func TestDumpClockIsMono(t *testing.T) {
 	r.RegisterComm(CommInfo{Name: "t", Rank: 0, Size: 1}).Record(Event{Op: AllReduce})
 	if d := r.Snapshot(""); d.Clock != "mono" {
 		t.Errorf("dump clock %q, want \"mono\"", d.Clock)
+	}
+}
+
+// CompleteRange completes the entries recorded from first to last, skips
+// the ones the ring overwrote, and leaves the others alone; UnwatchRange
+// gives them up.
+func TestCompleteRange(t *testing.T) {
+	r := New(16)
+	c := r.RegisterComm(CommInfo{Name: "range", Hash: 1, Size: 1})
+	var refs []Ref
+	for range 20 { // the ring keeps the last 16: entries 5-20
+		refs = append(refs, c.Record(Event{Op: AllReduce, DataType: Float32, Count: 1, Watched: true}))
+	}
+	c.CompleteRange(refs[2], refs[17]) // 3-18: 3 and 4 are gone
+	c.UnwatchRange(refs[18], refs[18])
+	c.CompleteRange(refs[19], refs[18]) // backwards: nothing
+	c.CompleteRange(Ref{}, refs[19])    // zero first: nothing
+	var got []string
+	for _, e := range r.Snapshot("test").Entries {
+		st := "-"
+		if e.Watched {
+			st = e.State.String()
+		}
+		got = append(got, fmt.Sprintf("%d:%s", e.Seq, st))
+	}
+	var want []string
+	for i := 5; i <= 18; i++ {
+		want = append(want, fmt.Sprintf("%d:completed", i))
+	}
+	want = append(want, "19:-", "20:enqueued")
+	if !slices.Equal(got, want) {
+		t.Errorf("entries %v, want %v", got, want)
 	}
 }

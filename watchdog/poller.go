@@ -309,6 +309,7 @@ func (w *Watchdog) tick() tickResult {
 	// non-blocking communicator's operation in progress for good, a group
 	// that never ends) times out too.
 	w.mu.Lock()
+	w.closeRunLocked()
 	w.period++
 	in := w.incoming
 	w.incoming = w.spare[:0]
@@ -376,7 +377,7 @@ func (w *Watchdog) tick() tickResult {
 		}
 		switch results[k].r {
 		case cuda.Success:
-			en.tr.Complete(en.ref)
+			en.complete()
 		case cuda.NotReady:
 			if en.started == 0 {
 				en.started = max(now, 1)
@@ -384,9 +385,10 @@ func (w *Watchdog) tick() tickResult {
 			}
 			if waited := now - en.started; waited >= w.opts.Timeout && failure == nil {
 				failure = &TimeoutError{Comm: w.comm, Op: en.op(), Waited: waited, Timeout: w.opts.Timeout, Action: w.opts.Action}
+				failure.Shared = en.ops() - 1
 				for _, o := range w.pending {
 					if o.ev == en.ev && o.serial > en.serial {
-						failure.Shared++
+						failure.Shared += o.ops()
 					}
 				}
 			}
@@ -422,7 +424,7 @@ func (w *Watchdog) tick() tickResult {
 			destroy = append(destroy, r.ev)
 		}
 	}
-	pending := len(w.pending) + len(w.incoming) + len(w.deferred) + len(w.host)
+	pending := opsIn(w.pending) + opsIn(w.incoming) + w.open.n + len(w.deferred) + len(w.host)
 	w.mu.Unlock()
 	clear(results)
 	w.results = results[:0]
@@ -453,12 +455,19 @@ func (w *Watchdog) tick() tickResult {
 			// none yet): the watchdog cannot tell which of them is in
 			// flight, so it names the range (seen on the H200: the oldest
 			// had completed, the one in flight was two later).
+			if en.ops() > 1 {
+				ae.Shared = en.ops() - 1
+				last := en.newest()
+				newest := last.op()
+				ae.Newest = &newest
+			}
 			for _, o := range w.pending[1:] {
 				if o.e.Stream != en.e.Stream || o.ev != en.ev {
 					break
 				}
-				ae.Shared++
-				newest := o.op()
+				ae.Shared += o.ops()
+				last := o.newest()
+				newest := last.op()
 				ae.Newest = &newest
 			}
 		}
@@ -497,9 +506,11 @@ func (w *Watchdog) tick() tickResult {
 // and pollMu held); the zero entry when there is none.
 func (w *Watchdog) newestLocked() entry {
 	var last entry
-	for _, q := range [...][]entry{w.pending, w.incoming, w.deferred, w.host} {
-		if n := len(q); n > 0 && q[n-1].serial > last.serial {
-			last = q[n-1]
+	for _, q := range [...][]entry{w.pending, w.incoming, {w.open}, w.deferred, w.host} {
+		if n := len(q); n > 0 {
+			if e := q[n-1].newest(); e.serial > last.serial {
+				last = e
+			}
 		}
 	}
 	return last
@@ -562,7 +573,7 @@ func (w *Watchdog) cover() {
 		case tails[k].ev != nil:
 			en.ev = tails[k].ev
 		default:
-			tails[k].count++
+			tails[k].count += en.ops()
 		}
 	}
 	for _, t := range tails {

@@ -151,6 +151,14 @@ type Watchdog struct {
 	streams  []streamState // the streams operations were queued on
 	host     []entry       // host-side operations (Split, Finalize, ...): followed by their flight-recorder entries
 	period   uint64        // the poller's ticks so far: queued records at most one event per stream and tick
+	// open is the run (entry.n) the next operation may join; n 0: none.
+	// The poller takes it at each tick. openFast says one more operation
+	// on its stream may join it without looking at the stream again: the
+	// stream had its event of period openFast-1 and was not being captured
+	// at capture epoch openEpoch.
+	open      entry
+	openFast  uint64
+	openEpoch uint64
 
 	nonBlocking atomic.Bool // the communicator returns ncclInProgress: events wait for the next call
 
@@ -217,6 +225,54 @@ type entry struct {
 	serial  uint64
 	seen    time.Duration // since begun: when the poller first saw it
 	started time.Duration // when it reached the head of its stream; 0: not yet
+	// A run: an entry without an event of its own stands for n operations
+	// (1: itself alone) the communicator recorded one after another on
+	// the same stream (consecutive serials, so consecutive flight-recorder
+	// entries), which the same later event follows; lastRef, lastE and
+	// lastSerial are the newest of them. Queuing one more into a run
+	// costs a few stores into the open run (Watchdog.open), not an entry.
+	n          int
+	lastRef    trace.Ref
+	lastE      trace.Event
+	lastSerial uint64
+}
+
+// newest is the newest operation of the run as an entry of its own.
+func (en *entry) newest() entry {
+	if en.n <= 1 {
+		return *en
+	}
+	return entry{tr: en.tr, ref: en.lastRef, e: en.lastE, serial: en.lastSerial, n: 1, lastRef: en.lastRef, lastE: en.lastE, lastSerial: en.lastSerial}
+}
+
+// complete marks every operation of the run completed in the recorder.
+func (en *entry) complete() {
+	if en.n <= 1 {
+		en.tr.Complete(en.ref)
+		return
+	}
+	en.tr.CompleteRange(en.ref, en.lastRef)
+}
+
+// unwatch gives up every operation of the run (see unwatchPending).
+func (en *entry) unwatch() {
+	if en.n <= 1 {
+		en.tr.Unwatch(en.ref)
+		return
+	}
+	en.tr.UnwatchRange(en.ref, en.lastRef)
+}
+
+// ops is the number of operations the entry stands for.
+func (en *entry) ops() int { return max(en.n, 1) }
+
+// opsIn counts the operations of entries.
+func opsIn(entries []entry) int {
+	n := 0
+	for i := range entries {
+		n += entries[i].ops()
+	}
+	return n
 }
 
 // Watch starts watching c: the operations c queues from now on are
@@ -386,6 +442,21 @@ func (w *Watchdog) queued(op *nccl.QueuedOp) {
 		}
 		return
 	}
+	if w.open.n > 0 && op.OnStream && op.Event.Stream == w.open.e.Stream && op.Event.Group == 0 &&
+		w.serial == w.open.lastSerial && w.openFast == w.period+1 && len(w.deferred) == 0 &&
+		w.openEpoch == capi.CaptureEpoch.Load()+1 && !w.nonBlocking.Load() {
+		// The hot path: the next operation on the open run's stream, with
+		// nothing recorded between (the same decisions as below: no event
+		// due on the stream in this period, no capture begun since).
+		w.serial++
+		w.open.n++
+		w.open.lastRef, w.open.lastE, w.open.lastSerial = op.Ref, op.Event, w.serial
+		w.mu.Unlock()
+		if !op.Event.Watched {
+			op.Watch()
+		}
+		return
+	}
 	w.serial++
 	en := entry{tr: op.Trace, ref: op.Ref, e: op.Event, serial: w.serial}
 	// A group's operations reach the GPU when the group ends, and a
@@ -482,7 +553,42 @@ func (w *Watchdog) launchLocked(en entry, ss *streamState) {
 	if !en.e.Watched {
 		en.tr.Watch(en.ref) // the poller starts and completes it from now on
 	}
+	en.n, en.lastRef, en.lastE, en.lastSerial = 1, en.ref, en.e, en.serial
+	if en.ev == nil && w.open.n > 0 && w.open.e.Stream == en.e.Stream && w.open.lastSerial+1 == en.serial {
+		// The next operation of the open run's stream, recorded right
+		// after it: it joins the run.
+		w.open.n++
+		w.open.lastRef, w.open.lastE, w.open.lastSerial = en.ref, en.e, en.serial
+		w.setFastLocked(ss)
+		return
+	}
+	w.closeRunLocked()
+	if en.ev == nil && ss.h != streamPerThread {
+		w.open = en
+		w.setFastLocked(ss)
+		return
+	}
 	w.incoming = append(w.incoming, en)
+}
+
+// setFastLocked notes whether the next operation on the open run's
+// stream ss may join it on queued's hot path (mu held).
+func (w *Watchdog) setFastLocked(ss *streamState) {
+	w.openFast = 0
+	if ss.recorded == w.period+1 && ss.h != streamPerThread && !ss.capturing &&
+		(ss.h == 0 || ss.h == streamLegacy || ss.capEpoch == capi.CaptureEpoch.Load()+1) {
+		w.openFast = w.period + 1
+		w.openEpoch = capi.CaptureEpoch.Load() + 1
+	}
+}
+
+// closeRunLocked hands the open run to the poller (mu held).
+func (w *Watchdog) closeRunLocked() {
+	if w.open.n > 0 {
+		w.incoming = append(w.incoming, w.open)
+		w.open = entry{}
+		w.openFast = 0
+	}
 }
 
 // eventLocked takes an event from the pool, or makes one; nil when it
@@ -588,11 +694,11 @@ func (w *Watchdog) Stats() Stats {
 		return Stats{} // the zero Watchdog
 	}
 	w.mu.Lock()
-	s := Stats{Events: w.events, Dropped: w.dropped, Captured: w.captured, Pending: len(w.incoming) + len(w.deferred) + len(w.host),
+	s := Stats{Events: w.events, Dropped: w.dropped, Captured: w.captured, Pending: opsIn(w.incoming) + w.open.n + len(w.deferred) + len(w.host),
 		Abandoned: w.abandoned.Load(), Polls: w.polls.Load(), Covers: w.covers.Load()}
 	w.mu.Unlock()
 	w.pollMu.Lock()
-	s.Pending += len(w.pending)
+	s.Pending += opsIn(w.pending)
 	w.pollMu.Unlock()
 	return s
 }
@@ -687,13 +793,14 @@ func (w *Watchdog) Stop() {
 // call stuck. After a failure they stay as the watchdog last saw them.
 func (w *Watchdog) unwatchPending() {
 	w.mu.Lock()
-	for _, en := range w.incoming {
-		en.tr.Unwatch(en.ref)
+	w.closeRunLocked()
+	for i := range w.incoming {
+		w.incoming[i].unwatch()
 	}
 	w.mu.Unlock()
 	w.pollMu.Lock()
-	for _, en := range w.pending {
-		en.tr.Unwatch(en.ref)
+	for i := range w.pending {
+		w.pending[i].unwatch()
 	}
 	w.pollMu.Unlock()
 }

@@ -470,3 +470,84 @@ func TestWatchWhileQueuing(t *testing.T) {
 		<-done
 	})
 }
+
+// Operations queued back to back on one stream join a run that one later
+// event follows (what keeps a watched call cheap): every one of them is
+// recorded watched and completed once that event completes, and none is
+// left pending.
+func TestRunCompletesEveryEntry(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL4GO_TRACE_BUFFER=4096"}}, func(t *testing.T) {
+		c := oneRank(t, &nccl.Config{CommName: "runs"})
+		defer c.Destroy()
+		buf := floats(t, 4)
+		w, err := watchdog.Watch(c, &watchdog.Options{Timeout: time.Minute, PollInterval: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		const n = 1000
+		for i := range n {
+			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatalf("AllReduce %d: %v", i, err)
+			}
+		}
+		for deadline := time.Now().Add(5 * time.Second); w.Stats().Pending > 0; {
+			if time.Now().After(deadline) {
+				t.Fatalf("still pending after 5 s: %+v", w.Stats())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		d := trace.Default().Snapshot("test")
+		var id uint32
+		for _, dc := range d.Comms {
+			if dc.Name == "runs" {
+				id = dc.ID
+			}
+		}
+		done := 0
+		for _, e := range d.Entries {
+			if e.Comm != id || e.Op != trace.AllReduce {
+				continue
+			}
+			if !e.Watched || e.State != trace.Completed {
+				t.Errorf("entry #%d: watched %v, state %v; want watched and completed", e.Seq, e.Watched, e.State)
+				continue
+			}
+			done++
+		}
+		if st := w.Stats(); done != n || st.Events >= n/10 || st.Dropped != 0 {
+			t.Errorf("%d of %d AllReduces completed; stats %+v (want far fewer events than operations, none dropped)", done, n, st)
+		}
+	})
+}
+
+// A run that hangs: its first operation is named, the others of the run
+// are counted in Shared, and the dump reads the first started.
+func TestRunHangNamesRange(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_CUDA_WORK_HANG=1"}}, func(t *testing.T) {
+		c := oneRank(t, &nccl.Config{CommName: "hung"})
+		buf := floats(t, 8)
+		const timeout = 200 * time.Millisecond
+		w, err := watchdog.Watch(c, &watchdog.Options{Timeout: timeout, PollInterval: 5 * time.Millisecond, NoDump: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		// #1 completes (its own event); #2-#6 follow it in the same
+		// period, a run without an event of its own, and hang (#2 is the
+		// work after the first).
+		for i := range 6 {
+			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+				t.Fatalf("AllReduce %d: %v", i, err)
+			}
+		}
+		err = waitDone(t, w, 5*time.Second)
+		var te *watchdog.TimeoutError
+		if !errors.As(err, &te) {
+			t.Fatalf("Err = %v, want a *TimeoutError", err)
+		}
+		if te.Op.Seq != 2 || te.Shared != 4 {
+			t.Errorf("timed out on #%d with %d shared; want #2 and the 4 after it (#3-#6)", te.Op.Seq, te.Shared)
+		}
+	})
+}

@@ -11,10 +11,11 @@ import (
 
 // infoReport is what `nccl4go info -json` prints.
 type infoReport struct {
-	NCCL       ncclInfo   `json:"nccl"`
-	CUDA       driverInfo `json:"cuda_driver"`
-	GPUs       []gpuInfo  `json:"gpus"`
-	GPUProblem *problem   `json:"gpu_problem,omitempty"` // why there is no GPU
+	NCCL       ncclInfo      `json:"nccl"`
+	CUDA       driverInfo    `json:"cuda_driver"`
+	GPUs       []gpuInfo     `json:"gpus"`
+	GPUProblem *problem      `json:"gpu_problem,omitempty"` // why there is no GPU
+	Params     *paramsReport `json:"nccl_params,omitempty"` // -params (info_params.go)
 }
 
 type ncclInfo struct {
@@ -45,18 +46,25 @@ type gpuInfo struct {
 // runInfo is `nccl4go info`: a diagnosis that exits 0 even when NCCL, the
 // driver or every GPU is missing.
 func runInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("info", "[-json]",
+	fs := newFlagSet("info", "[-json] [-params]",
 		"Show the NCCL library and the CUDA driver this program loads, and every visible GPU.\n"+
 			"Where something is missing it says what, and how to fix it.")
 	jsonOut := fs.Bool("json", false, "print one JSON document")
+	params := fs.Bool("params", false, "also list NCCL's parameters and their values (NCCL 2.30.3 or later)")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
 	rep := gatherInfo()
+	if *params {
+		rep.Params = gatherParams(rep.NCCL.Problem == nil)
+	}
 	if *jsonOut {
 		return writeJSON(stdout, rep)
 	}
-	return printInfo(stdout, rep)
+	if err := printInfo(stdout, rep); err != nil {
+		return err
+	}
+	return printParams(stdout, rep.Params)
 }
 
 // gatherInfo asks the libraries everything they can tell.

@@ -439,6 +439,12 @@ void capi_bench_after_call(void) {
 	}
 }
 
+void *capi_nccl_fn(int i) { return (i >= 0 && i < CAPI_NCCL_SYM_COUNT) ? nccl_syms[i] : NULL; }
+
+int capi_nccl_missing(void) { return nccl_handle ? CAPI_MISSING : CAPI_NOT_LOADED; }
+
+int capi_gate(uintptr_t comm) { return gate_enter(0, comm); }
+
 // ---------------------------------------------------------------------------
 // CUDA trampolines.
 

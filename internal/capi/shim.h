@@ -258,7 +258,11 @@ enum {
 
 // NCCL functions whose trampolines are written by hand: they return something
 // other than ncclResult_t, take a struct by value, or must run with a CUDA
-// context current (init, grow of a new rank, memory allocation).
+// context current (init, grow of a new rank, memory allocation). The
+// parameter API (ncclParam*, param.c: exported from NCCL 2.30.3, declared in
+// its header from 2.30.4) returns results in thread-local storage, which its
+// trampolines copy inside the same C call; the host team functions
+// (ncclTeam*, team.c) return ncclTeam_t or int and take ncclTeam_t by value.
 // X(name, first release as MMmmpp)
 #define CAPI_NCCL_SPECIAL_FUNCS(X)                                        \
 	X(ncclGetErrorString, 20305)                                      \
@@ -267,7 +271,26 @@ enum {
 	X(ncclCommInitRankConfig, 21403)                                  \
 	X(ncclCommInitRankScalable, 22304)                                \
 	X(ncclCommGrow, 22902)                                            \
-	X(ncclMemAlloc, 21901)
+	X(ncclMemAlloc, 21901)                                            \
+	X(ncclParamBind, 23003)                                           \
+	X(ncclParamGetI8, 23003)                                          \
+	X(ncclParamGetI16, 23003)                                         \
+	X(ncclParamGetI32, 23003)                                         \
+	X(ncclParamGetI64, 23003)                                         \
+	X(ncclParamGetU8, 23003)                                          \
+	X(ncclParamGetU16, 23003)                                         \
+	X(ncclParamGetU32, 23003)                                         \
+	X(ncclParamGetU64, 23003)                                         \
+	X(ncclParamGetStr, 23003)                                         \
+	X(ncclParamGet, 23003)                                            \
+	X(ncclParamGetParameter, 23003)                                   \
+	X(ncclParamGetAllParameterKeys, 23003)                            \
+	X(ncclParamDumpAll, 23003)                                        \
+	X(ncclTeamWorld, 22803)                                           \
+	X(ncclTeamLsa, 22803)                                             \
+	X(ncclTeamRail, 22803)                                            \
+	X(ncclTeamRankToWorld, 22803)                                     \
+	X(ncclTeamRankToLsa, 22803)
 
 // The CUDA driver functions the binding calls. All return CUresult.
 // X(name, parameters, arguments). The trampoline capi_<name> takes the CUDA
@@ -446,6 +469,16 @@ capi_status capi_ncclCommInitRankScalable(uintptr_t ctx, uintptr_t *comm, int nr
 capi_status capi_ncclCommGrow(uintptr_t ctx, uintptr_t comm, int nranks, const capi_unique_id *id, int rank,
 			      uintptr_t *newcomm, capi_config_v23007 *config);
 capi_status capi_ncclMemAlloc(uintptr_t ctx, uintptr_t *ptr, size_t size);
+
+// For the hand-written trampolines of other files (param.c, team.c):
+// capi_nccl_fn is the loaded NCCL's function i (a CAPI_SYM_ index), or
+// NULL; capi_nccl_missing is the code for a NULL one (CAPI_MISSING, or
+// CAPI_NOT_LOADED while no NCCL is loaded); capi_gate is a gated call's
+// check for a communicator (0, or CAPI_PENDING while its previous operation
+// is in progress), for a call that queues no work.
+void *capi_nccl_fn(int i);
+int capi_nccl_missing(void);
+int capi_gate(uintptr_t comm);
 
 // Benchmarks (the root package's BenchmarkAllReduceHostPath, capi's
 // BenchmarkTrampoline). capi_bench_allreduce_loop is the host loop written

@@ -58,10 +58,29 @@ const (
 	SymCommInitRankScalable                   // ncclCommInitRankScalable, NCCL 2.23.4
 	SymCommGrow                               // ncclCommGrow, NCCL 2.29.2
 	SymMemAlloc                               // ncclMemAlloc, NCCL 2.19.1
+	SymParamBind                              // ncclParamBind, NCCL 2.30.3
+	SymParamGetI8                             // ncclParamGetI8, NCCL 2.30.3
+	SymParamGetI16                            // ncclParamGetI16, NCCL 2.30.3
+	SymParamGetI32                            // ncclParamGetI32, NCCL 2.30.3
+	SymParamGetI64                            // ncclParamGetI64, NCCL 2.30.3
+	SymParamGetU8                             // ncclParamGetU8, NCCL 2.30.3
+	SymParamGetU16                            // ncclParamGetU16, NCCL 2.30.3
+	SymParamGetU32                            // ncclParamGetU32, NCCL 2.30.3
+	SymParamGetU64                            // ncclParamGetU64, NCCL 2.30.3
+	SymParamGetStr                            // ncclParamGetStr, NCCL 2.30.3
+	SymParamGet                               // ncclParamGet, NCCL 2.30.3
+	SymParamGetParameter                      // ncclParamGetParameter, NCCL 2.30.3
+	SymParamGetAllParameterKeys               // ncclParamGetAllParameterKeys, NCCL 2.30.3
+	SymParamDumpAll                           // ncclParamDumpAll, NCCL 2.30.3
+	SymTeamWorld                              // ncclTeamWorld, NCCL 2.28.3
+	SymTeamLsa                                // ncclTeamLsa, NCCL 2.28.3
+	SymTeamRail                               // ncclTeamRail, NCCL 2.28.3
+	SymTeamRankToWorld                        // ncclTeamRankToWorld, NCCL 2.28.3
+	SymTeamRankToLsa                          // ncclTeamRankToLsa, NCCL 2.28.3
 )
 
 // NumSyms is the number of functions in the shim's list.
-const NumSyms = 53
+const NumSyms = 72
 
 // SymName is each function's C name.
 var SymName = [NumSyms]string{
@@ -118,6 +137,25 @@ var SymName = [NumSyms]string{
 	SymCommInitRankScalable:        "ncclCommInitRankScalable",
 	SymCommGrow:                    "ncclCommGrow",
 	SymMemAlloc:                    "ncclMemAlloc",
+	SymParamBind:                   "ncclParamBind",
+	SymParamGetI8:                  "ncclParamGetI8",
+	SymParamGetI16:                 "ncclParamGetI16",
+	SymParamGetI32:                 "ncclParamGetI32",
+	SymParamGetI64:                 "ncclParamGetI64",
+	SymParamGetU8:                  "ncclParamGetU8",
+	SymParamGetU16:                 "ncclParamGetU16",
+	SymParamGetU32:                 "ncclParamGetU32",
+	SymParamGetU64:                 "ncclParamGetU64",
+	SymParamGetStr:                 "ncclParamGetStr",
+	SymParamGet:                    "ncclParamGet",
+	SymParamGetParameter:           "ncclParamGetParameter",
+	SymParamGetAllParameterKeys:    "ncclParamGetAllParameterKeys",
+	SymParamDumpAll:                "ncclParamDumpAll",
+	SymTeamWorld:                   "ncclTeamWorld",
+	SymTeamLsa:                     "ncclTeamLsa",
+	SymTeamRail:                    "ncclTeamRail",
+	SymTeamRankToWorld:             "ncclTeamRankToWorld",
+	SymTeamRankToLsa:               "ncclTeamRankToLsa",
 }
 
 // SymSince is the first NCCL release that has each function, as MMmmpp.
@@ -175,4 +213,23 @@ var SymSince = [NumSyms]int{
 	SymCommInitRankScalable:        22304,
 	SymCommGrow:                    22902,
 	SymMemAlloc:                    21901,
+	SymParamBind:                   23003,
+	SymParamGetI8:                  23003,
+	SymParamGetI16:                 23003,
+	SymParamGetI32:                 23003,
+	SymParamGetI64:                 23003,
+	SymParamGetU8:                  23003,
+	SymParamGetU16:                 23003,
+	SymParamGetU32:                 23003,
+	SymParamGetU64:                 23003,
+	SymParamGetStr:                 23003,
+	SymParamGet:                    23003,
+	SymParamGetParameter:           23003,
+	SymParamGetAllParameterKeys:    23003,
+	SymParamDumpAll:                23003,
+	SymTeamWorld:                   22803,
+	SymTeamLsa:                     22803,
+	SymTeamRail:                    22803,
+	SymTeamRankToWorld:             22803,
+	SymTeamRankToLsa:               22803,
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/internal/faketest"
@@ -121,9 +122,19 @@ func TestFakeProperties(t *testing.T) {
 			})
 		})
 	})
-	t.Run("future", func(t *testing.T) {
+	// A 2.31 library keeps 2.30's layouts for [23000, 23007] only and takes
+	// [23100, itself] as the 144-byte 2.31 layout (STyGIANet/nccl 2.31.0a16
+	// src/devcomm/devcomm_v23000.cc, devcomm_v23100.cc): a binding declaring
+	// a version above 23007 with the 56-byte struct would be overrun, one
+	// between 23008 and 23099 is refused.
+	t.Run("2.31", func(t *testing.T) {
 		faketest.Run(t, faketest.Env{Release: 23007, Version: 23105, Extra: extra}, func(t *testing.T) {
-			checkProps(t, rawComm(t, 2), []propsCase{{23007, false, 0, wide}, {23105, false, 0, wide}})
+			checkProps(t, rawComm(t, 2), []propsCase{
+				{23007, false, 0, wide},
+				{23008, false, invalidUsage, capi.Props{}},
+				{23099, false, invalidUsage, capi.Props{}},
+				{23106, false, invalidUsage, capi.Props{}},
+			})
 		})
 	})
 }
@@ -275,6 +286,65 @@ func TestShimRepairsLeakedGroupDepth(t *testing.T) {
 		}
 		if st := capi.GroupEnd(); st.Code != 5 {
 			t.Errorf("ncclGroupEnd after the failed destroy: %+v, want ncclInvalidUsage (not in a group): the leaked depth was not repaired", st)
+		}
+	})
+}
+
+// The 2.31 ncclCommProperties_t (144 bytes; STyGIANet/nccl 2.31.0a16
+// src/include/nccl_device/core.h, the same fields in nccl4py's bindings of
+// 2.31.2): commHash 56, ginMinStride 64, ginConnectionType 68,
+// ginSupport[64] 72, devCommRuntimeVersionSize 136, filled for a caller
+// declaring 2.31.0 or later; a caller declaring 23007 gets the 56-byte
+// layout with nothing written past it.
+func TestFakeProperties231(t *testing.T) {
+	extra := []string{"FAKE_NCCL_GIN_TYPE=3", "FAKE_NCCL_GIN_CONNECTION=2", "FAKE_NCCL_LSA_TEAMS=2"}
+	faketest.Run(t, faketest.Env{Release: 23102, Extra: extra}, func(t *testing.T) {
+		comm := rawComm(t, 4)
+		query := func(declared uint32) ([18]uint64, capi.Status) {
+			var raw [18]uint64 // 144 bytes, 8-aligned
+			for i := range raw {
+				raw[i] = 0xa5a5a5a5a5a5a5a5
+			}
+			b := (*[144]byte)(unsafe.Pointer(&raw))
+			binary.LittleEndian.PutUint64(b[0:], 144)
+			binary.LittleEndian.PutUint32(b[8:], capi.APIMagic)
+			binary.LittleEndian.PutUint32(b[12:], declared)
+			st := capi.QueryProperties(comm, unsafe.Pointer(&raw))
+			runtime.KeepAlive(&raw)
+			return raw, st
+		}
+		raw, st := query(23102)
+		if st.Code != 0 {
+			t.Fatalf("declared 23102: %+v", st)
+		}
+		b := (*[144]byte)(unsafe.Pointer(&raw))
+		le := binary.LittleEndian
+		if h := le.Uint64(b[56:]); h == 0 || h == 0xa5a5a5a5a5a5a5a5 {
+			t.Errorf("commHash %#x not written", h)
+		}
+		if s, c := int32(le.Uint32(b[64:])), int32(le.Uint32(b[68:])); s != 2 || c != 2 {
+			t.Errorf("ginMinStride %d, ginConnectionType %d; want 2 (the LSA size, RAIL), 2", s, c)
+		}
+		for i := 0; i < 64; i++ {
+			if want := byte(0); i == 3 && b[72+i] != 1 || i != 3 && b[72+i] != want {
+				t.Errorf("ginSupport[%d] = %d", i, b[72+i])
+			}
+		}
+		if n := le.Uint64(b[136:]); n == 0 || n > 256 {
+			t.Errorf("devCommRuntimeVersionSize %d", n)
+		}
+		raw, st = query(23007)
+		if st.Code != 0 {
+			t.Fatalf("declared 23007: %+v", st)
+		}
+		b = (*[144]byte)(unsafe.Pointer(&raw))
+		for i := 56; i < 144; i++ {
+			if b[i] != 0xa5 {
+				t.Fatalf("declared 23007: byte %d written (%#x): the 2.30 layout is 56 bytes", i, b[i])
+			}
+		}
+		if _, st = query(23050); st.Code != invalidUsage {
+			t.Errorf("declared 23050: %+v, want ncclInvalidUsage (no compat entry)", st)
 		}
 	})
 }

@@ -13,7 +13,7 @@ import (
 // Each release variant of the fake NCCL exports exactly the functions of
 // the shim's list whose first release it has.
 func TestVariantsExportTheirReleasesSymbols(t *testing.T) {
-	for _, r := range []int{21901, 22203, 22304, 22703, 22803, 22807, 22902, 22907, 23007} {
+	for _, r := range []int{21901, 22203, 22304, 22703, 22803, 22807, 22902, 22907, 23007, 23100, 23102, 23203} {
 		t.Run(fmt.Sprint(r), func(t *testing.T) {
 			faketest.Run(t, faketest.Env{Release: r}, func(t *testing.T) {
 				if msg, ok := capi.LoadNCCL(os.Getenv("NCCL_LIBRARY")); !ok {

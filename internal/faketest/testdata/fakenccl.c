@@ -49,7 +49,15 @@
 //   FAKE_NCCL_SPLIT_NRANKS size of a ncclCommSplit child (default the parent's)
 //   FAKE_NCCL_NVML_DEV     nvmlDev of every communicator (default cudaDev+1)
 //   FAKE_NCCL_GIN_TYPE, FAKE_NCCL_RAILED_GIN_TYPE, FAKE_NCCL_HOST_RMA,
-//   FAKE_NCCL_LSA_TEAMS (default 1), FAKE_NCCL_MULTIMEM: property values
+//   FAKE_NCCL_LSA_TEAMS (default 1), FAKE_NCCL_MULTIMEM,
+//   FAKE_NCCL_GIN_CONNECTION (2.31's ginConnectionType): property values
+//   FAKE_NCCL_DEVR_FAIL    1: the lazy device-runtime init fails: ncclTeamLsa
+//                          and ncclTeamRail return an all-zero team and
+//                          ncclTeamRankToLsa -1, as NCCL does
+//   FAKE_NCCL_PARAMS       more parameters for the registry of the parameter
+//                          API (2.30.3), as later releases register more:
+//                          KEY:type[:private]=default,... with type one of
+//                          i8 i16 i32 i64 u8 u16 u32 u64 bool str
 //   FAKE_NCCL_NO_WINDOW    1: no symmetric memory (window registration
 //                          succeeds without a window)
 //   FAKE_NCCL_NO_SYMMETRIC 1: ncclDevCommCreate fails with ncclInvalidUsage
@@ -123,6 +131,8 @@ static struct {
 	int split_nranks;
 	int nvml_dev; // -1: cudaDev+1
 	int gin_type, railed_gin_type, host_rma, lsa_teams, multimem;
+	int gin_conn;  // ncclCommProperties_t.ginConnectionType (2.31)
+	int devr_fail; // the lazy device-runtime init fails
 	int no_window, no_symmetric;
 	int win_disabled, cumem_disabled; // NCCL_WIN_ENABLE=0, NCCL_CUMEM_ENABLE=0
 	int log_fd;
@@ -170,6 +180,8 @@ static void read_knobs(void) {
 	knob.host_rma = env_int("FAKE_NCCL_HOST_RMA", 0);
 	knob.lsa_teams = env_int("FAKE_NCCL_LSA_TEAMS", 1);
 	knob.multimem = env_int("FAKE_NCCL_MULTIMEM", 0);
+	knob.gin_conn = env_int("FAKE_NCCL_GIN_CONNECTION", 0);
+	knob.devr_fail = env_int("FAKE_NCCL_DEVR_FAIL", 0);
 	knob.no_window = env_int("FAKE_NCCL_NO_WINDOW", 0) || env_int("NCCL_WIN_ENABLE", 1) == 0;
 	knob.no_symmetric = env_int("FAKE_NCCL_NO_SYMMETRIC", 0);
 	knob.win_disabled = env_int("NCCL_WIN_ENABLE", 1) == 0;
@@ -475,10 +487,12 @@ struct config {
 	const char *commName;
 	int collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs, nChannelsPerNetPeer, nvlinkCentricSched;
 	int graphUsageMode, numRmaCtx, maxP2pPeers, graphStreamOrdering;
+	int launchOrderImplicit, numRmaSig, rmaEagerInit, hostCftMode, nvlsHostMode;
 };
 
-// ncclConfig_t as of 2.30.7 (96 bytes); a library reads the prefix of its
-// own release (config_size).
+// ncclConfig_t as of 2.32.3 (120 bytes; 2.30.7's 96 plus launchOrderImplicit,
+// numRmaSig, rmaEagerInit (2.31), hostCftMode (2.31.2), nvlsHostMode
+// (2.32.3)); a library reads the prefix of its own release (config_size).
 struct raw_config {
 	size_t size;
 	unsigned int magic, version;
@@ -488,6 +502,7 @@ struct raw_config {
 	const char *commName;
 	int collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs, nChannelsPerNetPeer, nvlinkCentricSched;
 	int graphUsageMode, numRmaCtx, maxP2pPeers, graphStreamOrdering;
+	int launchOrderImplicit, numRmaSig, rmaEagerInit, hostCftMode, nvlsHostMode;
 };
 
 struct redop {
@@ -1021,6 +1036,8 @@ EXPORT int ncclGroupSimulateEnd(struct sim_info *info) {
 // ncclConfig_t.
 
 static size_t config_size(int v) {
+	if (v >= 23203) return 120; // nvlsHostMode at 112
+	if (v >= 23100) return 112; // 2.31.0a16: rmaEagerInit at 104 (+4 padding); 2.31.2: hostCftMode at 108
 	if (v >= 23003) return 96;
 	if (v >= 22902) return 88;
 	if (v >= 22803) return 80;
@@ -1039,7 +1056,8 @@ static int cta_policy_valid(int p, int v) {
 
 static struct raw_config default_raw(void) {
 	struct raw_config d = {sizeof d, API_MAGIC, 0, UNDEF, UNDEF, UNDEF, UNDEF, NULL, UNDEF, UNDEF, NULL,
-			       UNDEF, UNDEF, UNDEF, UNDEF, UNDEF, UNDEF, UNDEF, UNDEF, UNDEF, UNDEF};
+			       UNDEF, UNDEF, UNDEF, UNDEF, UNDEF, UNDEF, UNDEF, UNDEF, UNDEF, UNDEF,
+			       UNDEF, UNDEF, UNDEF, UNDEF, UNDEF};
 	return d;
 }
 
@@ -1072,6 +1090,13 @@ static int parse_config(const void *p, struct config *out, const char *fn) {
 		if (v >= 22902 && cv < 22900) c.graphUsageMode = c.numRmaCtx = UNDEF;
 		if (v >= 23003 && cv < 23000) c.maxP2pPeers = UNDEF;
 		if (v >= 23007 && cv < 23005) c.graphStreamOrdering = UNDEF;
+		if (v >= 23100 && cv < 23100) c.launchOrderImplicit = c.numRmaSig = c.rmaEagerInit = UNDEF;
+		// hostCftMode (2.31.2) and nvlsHostMode (2.32.3): the version below
+		// which NCCL resets them is not known (no 2.31.2 or 2.32.3 source
+		// was read), so the fake resets them only for a config older than
+		// 2.31.0, which cannot have them.
+		if (v >= 23102 && cv < 23100) c.hostCftMode = UNDEF;
+		if (v >= 23203 && cv < 23100) c.nvlsHostMode = UNDEF;
 	}
 #define BAD(field, value) fail(ncclInvalidArgument, fn, "Invalid config " field " attribute value %d", value)
 	if (c.blocking != UNDEF && c.blocking != 0 && c.blocking != 1) return BAD("blocking", c.blocking);
@@ -1100,6 +1125,13 @@ static int parse_config(const void *p, struct config *out, const char *fn) {
 	if (v >= 23003 && c.maxP2pPeers != UNDEF && c.maxP2pPeers <= 0) return BAD("maxP2pPeers", c.maxP2pPeers);
 	if (v >= 23007 && c.graphStreamOrdering != UNDEF && c.graphStreamOrdering != 0 && c.graphStreamOrdering != 1)
 		return BAD("graphStreamOrdering", c.graphStreamOrdering);
+	if (v >= 23100) { // STyGIANet/nccl 2.31.0a16 src/init.cc parseCommConfig
+		if (c.numRmaSig != UNDEF && c.numRmaSig < 0) return BAD("numRmaSig", c.numRmaSig);
+		if (c.launchOrderImplicit != UNDEF && c.launchOrderImplicit != 0 && c.launchOrderImplicit != 1)
+			return BAD("launchOrderImplicit", c.launchOrderImplicit);
+		if (c.rmaEagerInit != UNDEF && c.rmaEagerInit != 0 && c.rmaEagerInit != 1)
+			return BAD("rmaEagerInit", c.rmaEagerInit);
+	}
 #undef BAD
 #define DEF(field, value)                  \
 	if (c.field == UNDEF) {            \
@@ -1116,6 +1148,10 @@ static int parse_config(const void *p, struct config *out, const char *fn) {
 	DEF(nvlinkCentricSched, 0);
 	DEF(graphUsageMode, 2);
 	DEF(numRmaCtx, 1);
+	if (v >= 23100) {
+		DEF(numRmaSig, 1);
+		DEF(rmaEagerInit, 0);
+	}
 #undef DEF
 	const char *env = getenv("NCCL_COMM_BLOCKING");
 	if (env && *env) {
@@ -1127,7 +1163,8 @@ static int parse_config(const void *p, struct config *out, const char *fn) {
 	*out = (struct config){c.blocking, c.cgaClusterSize, c.minCTAs, c.maxCTAs, c.netName, c.splitShare,
 			       c.trafficClass, c.commName, c.collnetEnable, c.CTAPolicy, c.shrinkShare, c.nvlsCTAs,
 			       c.nChannelsPerNetPeer, c.nvlinkCentricSched, c.graphUsageMode, c.numRmaCtx,
-			       c.maxP2pPeers, c.graphStreamOrdering};
+			       c.maxP2pPeers, c.graphStreamOrdering, c.launchOrderImplicit, c.numRmaSig,
+			       c.rmaEagerInit, c.hostCftMode, c.nvlsHostMode};
 	return ncclSuccess;
 }
 
@@ -1766,7 +1803,7 @@ EXPORT int ncclCommUserRank(void *comm, int *rank) {
 // Device-API versioning (NCCL's src/init.cc: a caller version newer than the
 // library is rejected, older ones read a prefix).
 
-enum { COMPAT_NONE, COMPAT_22902, COMPAT_22907, COMPAT_23000 };
+enum { COMPAT_NONE, COMPAT_22902, COMPAT_22907, COMPAT_23000, COMPAT_23100 };
 
 HELPER int version_check_enabled(void) { return env_int("NCCL_ENABLE_VERSION_CHECK", 1) != 0; }
 
@@ -1791,8 +1828,13 @@ HELPER int compat(unsigned int declared, const char *fn, int *entry) {
 		*entry = COMPAT_22902;
 	} else if (declared >= 22905 && declared <= 22907) {
 		*entry = COMPAT_22907;
-	} else if ((int)declared >= 23000 && (int)declared <= v) {
+	} else if (declared >= 23000 && (int)declared <= (v >= 23100 ? 23007 : v)) {
 		*entry = COMPAT_23000;
+	} else if (v >= 23100 && declared >= 23100 && (int)declared <= v) {
+		// 2.31 (STyGIANet/nccl 2.31.0a16 src/devcomm/devcomm_v23100.cc):
+		// [23000, 23007] keeps the 2.30 layouts, [23100, library] is new;
+		// 23008-23099 match no entry.
+		*entry = COMPAT_23100;
 	} else {
 		return fail(ncclInvalidUsage, fn, "NCCL library is not backwards compatible. This application was compiled "
 			    "with NCCL version %u, but is running with NCCL library version %d.", declared, v);
@@ -1863,6 +1905,22 @@ EXPORT int ncclCommQueryProperties(void *comm, void *props) {
 		put_i32(props, 40, knob.lsa_teams);
 		put_u8(props, 44, knob.host_rma);
 		put_i32(props, 48, knob.railed_gin_type);
+	}
+	// 2.31 (STyGIANet/nccl 2.31.0a16 src/dev_runtime.cc; the 144-byte layout
+	// of nccl4py's bindings of 2.31.2): commHash 56, ginMinStride 64,
+	// ginConnectionType 68, ginSupport[64] 72, devCommRuntimeVersionSize 136,
+	// for callers declaring 2.31.0 or later.
+	if (v >= 23100 && declared >= 23100) {
+		uint64_t hash = 0x66616b6500000000ull | (uint64_t)(uintptr_t)c;
+		memcpy((char *)props + 56, &hash, 8);
+		put_i32(props, 64, knob.gin_conn == 1 ? 1 : lsa_size(c));
+		put_i32(props, 68, knob.gin_conn);
+		memset((char *)props + 72, 0, 64);
+		if (knob.gin_conn != 0 && knob.gin_type > 0 && knob.gin_type < 64) {
+			put_u8(props, 72 + (size_t)knob.gin_type, 1);
+		}
+		uint64_t dcsize = 256;
+		memcpy((char *)props + 136, &dcsize, 8);
 	}
 	// The filters of the older layouts (2.29.7 has only the 2.29.2 one).
 	int legacy = entry == COMPAT_22902 || (entry == COMPAT_22907 && v >= 23000);
@@ -2813,5 +2871,486 @@ EXPORT int ncclDevCommDestroy(void *comm, const void *devcomm) {
 			    devcomm);
 	}
 	return ncclSuccess;
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// Host-side teams (NCCL 2.28.3; src/nccl_device/core.cc, unchanged through
+// 2.30.7 and STyGIANet/nccl 2.31.0a16). NCCL checks neither the
+// communicator nor the rank: a bad communicator is dereferenced. The fake
+// aborts there, so that a binding passing one is caught, and computes the
+// ranks with the same formulas, out-of-range ranks included. The LSA teams
+// split the communicator into FAKE_NCCL_LSA_TEAMS blocks of consecutive
+// ranks (lsa_size).
+
+#if SINCE(22803)
+typedef struct {
+	int nRanks, rank, stride;
+} fake_team;
+
+static struct comm *team_comm(void *comm, const char *fn) {
+	pthread_once(&once, read_knobs);
+	trace(fn);
+	struct comm *c = lookup(comm);
+	if (!c || c->dead) {
+		fprintf(stderr, "fake: %s: %p is not a live communicator: real NCCL dereferences it\n", fn, comm);
+		abort();
+	}
+	return c;
+}
+
+EXPORT fake_team ncclTeamWorld(void *comm) {
+	struct comm *c = team_comm(comm, "ncclTeamWorld");
+	fake_team t = {c->nranks, c->rank, 1};
+	return t;
+}
+
+EXPORT fake_team ncclTeamLsa(void *comm) {
+	struct comm *c = team_comm(comm, "ncclTeamLsa");
+	fake_team t = {0, 0, 0};
+	if (knob.devr_fail) {
+		return t;
+	}
+	int n = lsa_size(c);
+	t.nRanks = n;
+	t.rank = c->rank % n;
+	t.stride = 1;
+	return t;
+}
+
+EXPORT fake_team ncclTeamRail(void *comm) {
+	struct comm *c = team_comm(comm, "ncclTeamRail");
+	fake_team t = {0, 0, 0};
+	if (knob.devr_fail) {
+		return t;
+	}
+	int n = lsa_size(c);
+	t.nRanks = c->nranks / n;
+	t.rank = c->rank / n;
+	t.stride = n;
+	return t;
+}
+
+EXPORT int ncclTeamRankToWorld(void *comm, fake_team team, int rank) {
+	struct comm *c = team_comm(comm, "ncclTeamRankToWorld");
+	return c->rank + (rank - team.rank) * team.stride;
+}
+
+EXPORT int ncclTeamRankToLsa(void *comm, fake_team team, int rank) {
+	struct comm *c = team_comm(comm, "ncclTeamRankToLsa");
+	if (knob.devr_fail) {
+		return -1;
+	}
+	return c->rank % lsa_size(c) + (rank - team.rank) * team.stride;
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// The parameter API (NCCL 2.30.3; src/param/c_api.cc of 2.30.7). The
+// registry holds the parameters declared with DEFINE_NCCL_PARAM in 2.30.7
+// (keys are whole environment variable names), plus FAKE_NCCL_PARAMS. A
+// value is the environment variable's, else the default, read at each call.
+// Results returned through pointers live in thread-local storage.
+
+#if SINCE(23003)
+enum { PT_I8 = 1, PT_I16, PT_I32, PT_I64, PT_U8, PT_U16, PT_U32, PT_U64, PT_BOOL, PT_CSTR, PT_RAW };
+
+struct fparam {
+	char key[64];
+	int type;
+	int published;
+	char def[64];
+	int null_default; // a const char* parameter whose default is NULL
+};
+
+static struct fparam fparams[48];
+static int nfparams;
+static pthread_once_t params_once = PTHREAD_ONCE_INIT;
+
+static void add_param(const char *key, int type, int published, const char *def) {
+	if (nfparams >= (int)(sizeof fparams / sizeof fparams[0])) {
+		return;
+	}
+	struct fparam *p = &fparams[nfparams++];
+	snprintf(p->key, sizeof p->key, "%s", key);
+	p->type = type;
+	p->published = published;
+	p->null_default = def == NULL;
+	snprintf(p->def, sizeof p->def, "%s", def ? def : "");
+}
+
+static void init_params(void) {
+	pthread_once(&once, read_knobs);
+	// 2.30.7's registry (src/debug.cc, src/param/param.cc).
+	add_param("NCCL_DEBUG", PT_RAW, 1, "");
+	add_param("NCCL_DEBUG_SUBSYS", PT_U64, 1, "259"); // INIT|BOOTSTRAP|ENV as a number
+	add_param("NCCL_WARN_ENABLE_DEBUG_INFO", PT_BOOL, 0, "0");
+	add_param("NCCL_DEBUG_TIMESTAMP_LEVELS", PT_U32, 1, "4");
+	add_param("NCCL_DEBUG_TIMESTAMP_FORMAT", PT_CSTR, 1, "[%F %T] ");
+	add_param("NCCL_DEBUG_FILE", PT_CSTR, 1, NULL);
+	add_param("NCCL_SET_THREAD_NAME", PT_BOOL, 1, "0");
+	add_param("NCCL_PARAM_DUMP_ALL", PT_BOOL, 0, "0");
+	add_param("NCCL_NO_CACHE", PT_CSTR, 0, NULL);
+	// FAKE_NCCL_PARAMS=KEY:type[:private]=default,...
+	static const char *const names[] = {"", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool", "str"};
+	char buf[1024];
+	copy_env(buf, sizeof buf, "FAKE_NCCL_PARAMS");
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		char *colon = strchr(tok, ':');
+		if (!eq || !colon || colon > eq) {
+			continue;
+		}
+		*eq = 0;
+		*colon = 0;
+		char *type = colon + 1;
+		int published = 1;
+		char *priv = strchr(type, ':');
+		if (priv) {
+			*priv = 0;
+			published = strcmp(priv + 1, "private") != 0;
+		}
+		for (int t = PT_I8; t <= PT_CSTR; t++) {
+			if (strcmp(type, names[t]) == 0) {
+				add_param(tok, t, published, eq + 1);
+			}
+		}
+	}
+}
+
+static struct fparam *find_param(const char *key) {
+	pthread_once(&params_once, init_params);
+	for (int i = 0; i < nfparams; i++) {
+		if (strcmp(fparams[i].key, key) == 0) {
+			return &fparams[i];
+		}
+	}
+	return NULL;
+}
+
+static struct fparam *param_handle(void *h) {
+	pthread_once(&params_once, init_params);
+	for (int i = 0; i < nfparams; i++) {
+		if (h == &fparams[i]) {
+			return &fparams[i];
+		}
+	}
+	return NULL;
+}
+
+// param_text is the value as text: the environment's, else the default;
+// NULL for a const char* parameter without either.
+static const char *param_text(const struct fparam *p) {
+	const char *env = getenv(p->key);
+	if (env && *env) {
+		return env;
+	}
+	return p->null_default ? NULL : p->def;
+}
+
+// NCCL_DEBUG is an enum (ncclDebugLogLevel, 4 bytes) parsed by name.
+static int debug_level(const char *s) {
+	static const char *const levels[] = {"VERSION", "WARN", "INFO", "ABORT", "TRACE"};
+	for (int i = 0; s && i < 5; i++) {
+		if (strcasecmp(s, levels[i]) == 0) {
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+// param_bits writes the value's bytes (the parameter's C type) to out and
+// returns their count.
+static int param_bits(const struct fparam *p, void *out) {
+	const char *s = param_text(p);
+	long long i = s ? strtoll(s, NULL, 0) : 0;
+	unsigned long long u = s ? strtoull(s, NULL, 0) : 0;
+	switch (p->type) {
+	case PT_I8: *(int8_t *)out = (int8_t)i; return 1;
+	case PT_I16: *(int16_t *)out = (int16_t)i; return 2;
+	case PT_I32: *(int32_t *)out = (int32_t)i; return 4;
+	case PT_I64: *(int64_t *)out = (int64_t)i; return 8;
+	case PT_U8: *(uint8_t *)out = (uint8_t)u; return 1;
+	case PT_U16: *(uint16_t *)out = (uint16_t)u; return 2;
+	case PT_U32: *(uint32_t *)out = (uint32_t)u; return 4;
+	case PT_U64: *(uint64_t *)out = (uint64_t)u; return 8;
+	case PT_BOOL: *(uint8_t *)out = (s && (strcmp(s, "1") == 0 || strcasecmp(s, "true") == 0)) ? 1 : 0; return 1;
+	case PT_RAW: *(int32_t *)out = debug_level(s); return 4;
+	}
+	return 0;
+}
+
+// param_string is the value as ncclParamGetParameter and the dump print it.
+static void param_string(const struct fparam *p, char *buf, size_t n) {
+	const char *s = param_text(p);
+	unsigned char bits[8] = {0};
+	switch (p->type) {
+	case PT_CSTR: snprintf(buf, n, "%s", s ? s : ""); return;
+	case PT_RAW: {
+		static const char *const levels[] = {"", "VERSION", "WARN", "INFO", "ABORT", "TRACE"};
+		snprintf(buf, n, "%s", levels[debug_level(s)]);
+		return;
+	}
+	case PT_BOOL: param_bits(p, bits); snprintf(buf, n, "%s", bits[0] ? "1" : "0"); return;
+	case PT_I8: case PT_I16: case PT_I32: case PT_I64: {
+		long long v = 0;
+		int k = param_bits(p, bits);
+		if (k == 1) v = *(int8_t *)bits;
+		if (k == 2) v = *(int16_t *)bits;
+		if (k == 4) v = *(int32_t *)bits;
+		if (k == 8) v = *(int64_t *)bits;
+		snprintf(buf, n, "%lld", v);
+		return;
+	}
+	default: {
+		unsigned long long v = 0;
+		int k = param_bits(p, bits);
+		if (k == 1) v = *(uint8_t *)bits;
+		if (k == 2) v = *(uint16_t *)bits;
+		if (k == 4) v = *(uint32_t *)bits;
+		if (k == 8) v = *(uint64_t *)bits;
+		snprintf(buf, n, "%llu", v);
+	}
+	}
+}
+
+EXPORT int ncclParamBind(void **out, const char *key) {
+	ENTER("ncclParamBind");
+	if (!out || !key) {
+		return ncclInvalidArgument;
+	}
+	struct fparam *p = find_param(key);
+	if (!p) {
+		return ncclInvalidArgument; // "PARAM: key ... not found in registry" (INFO only)
+	}
+	*out = p;
+	return ncclSuccess;
+}
+
+#define TYPED_GETTER(suffix, ctype, tid)                            \
+	EXPORT int ncclParamGet##suffix(void *h, ctype *out) {      \
+		ENTER("ncclParamGet" #suffix);                      \
+		struct fparam *p = param_handle(h);                 \
+		if (!p || !out || p->type != (tid)) {               \
+			return ncclInvalidArgument;                 \
+		}                                                   \
+		param_bits(p, out);                                 \
+		return ncclSuccess;                                 \
+	}
+TYPED_GETTER(I8, int8_t, PT_I8)
+TYPED_GETTER(I16, int16_t, PT_I16)
+TYPED_GETTER(I32, int32_t, PT_I32)
+TYPED_GETTER(I64, int64_t, PT_I64)
+TYPED_GETTER(U8, uint8_t, PT_U8)
+TYPED_GETTER(U16, uint16_t, PT_U16)
+TYPED_GETTER(U32, uint32_t, PT_U32)
+TYPED_GETTER(U64, uint64_t, PT_U64)
+#undef TYPED_GETTER
+
+static __thread char str_result[1024];
+
+EXPORT int ncclParamGetStr(void *h, const char **out) {
+	ENTER("ncclParamGetStr");
+	struct fparam *p = param_handle(h);
+	if (!p || !out || p->type != PT_CSTR) {
+		return ncclInvalidArgument;
+	}
+	const char *s = param_text(p);
+	snprintf(str_result, sizeof str_result, "%s", s ? s : "");
+	*out = str_result;
+	return ncclSuccess;
+}
+
+// ncclParamGet: the raw bytes; a string with its NUL. maxLen too small (or
+// not positive) is ncclInvalidArgument with *len = 0.
+EXPORT int ncclParamGet(void *h, void *out, int maxLen, int *len) {
+	ENTER("ncclParamGet");
+	struct fparam *p = param_handle(h);
+	if (!p || !out) {
+		return ncclInvalidArgument;
+	}
+	if (!len || maxLen <= 0) {
+		return ncclInvalidArgument;
+	}
+	if (p->type == PT_CSTR) {
+		const char *s = param_text(p);
+		int n = (int)strlen(s ? s : "") + 1;
+		if (n > maxLen) {
+			*len = 0;
+			return ncclInvalidArgument;
+		}
+		memcpy(out, s ? s : "", (size_t)n);
+		*len = n;
+		return ncclSuccess;
+	}
+	unsigned char bits[8];
+	int n = param_bits(p, bits);
+	if (n > maxLen) {
+		*len = 0;
+		return ncclInvalidArgument;
+	}
+	memcpy(out, bits, (size_t)n);
+	*len = n;
+	return ncclSuccess;
+}
+
+static __thread char parameter_result[1024];
+
+EXPORT int ncclParamGetParameter(const char *key, const char **value, int *valueLen) {
+	ENTER("ncclParamGetParameter");
+	if (!key || !value || !valueLen) {
+		return ncclInvalidArgument;
+	}
+	struct fparam *p = find_param(key);
+	if (!p) {
+		*value = NULL;
+		*valueLen = 0;
+		return ncclInvalidArgument;
+	}
+	param_string(p, parameter_result, sizeof parameter_result);
+	*value = parameter_result;
+	*valueLen = (int)strlen(parameter_result);
+	return ncclSuccess;
+}
+
+// dump_all is NCCL_PARAM_DUMP_ALL: private keys are listed too.
+static int dump_all(void) {
+	struct fparam *p = find_param("NCCL_PARAM_DUMP_ALL");
+	unsigned char b = 0;
+	if (p) {
+		param_bits(p, &b);
+	}
+	return b;
+}
+
+static __thread const char *key_table[48];
+
+EXPORT int ncclParamGetAllParameterKeys(const char ***table, int *tableLen) {
+	ENTER("ncclParamGetAllParameterKeys");
+	if (!table || !tableLen) {
+		return ncclInvalidArgument;
+	}
+	int all = dump_all(), n = 0;
+	for (int i = 0; i < nfparams; i++) {
+		if (all || fparams[i].published) {
+			key_table[n++] = fparams[i].key;
+		}
+	}
+	*table = key_table;
+	*tableLen = n;
+	return ncclSuccess;
+}
+
+EXPORT void ncclParamDumpAll(void) {
+	pthread_once(&once, read_knobs);
+	trace("ncclParamDumpAll");
+	int all = dump_all();
+	static const char *const types[] = {"", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+					    "uint32_t", "uint64_t", "bool", "const char*", "ncclDebugLogLevel"};
+	printf("=== ncclParam Registry Dump ===\n");
+	for (int i = 0; i < nfparams; i++) {
+		struct fparam *p = &fparams[i];
+		if (!all && !p->published) {
+			continue;
+		}
+		char cur[256];
+		param_string(p, cur, sizeof cur);
+		printf("%s (%s) [%s] \n    Current value=%s set_by=%s default=%s\n    Accepted value: \n\n", p->key,
+		       types[p->type], p->published ? "" : "Private", cur[0] ? cur : "<unset>",
+		       getenv(p->key) ? "env" : "default", p->def[0] ? p->def : "<unset>");
+	}
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// Per-collective configuration (2.31: STyGIANet/nccl 2.31.0a16
+// src/config/collconfig.cc and src/collectives.cc; the layouts of nccl4py's
+// bindings of 2.31.2 and NVIDIA's 2.32 documentation). ncclCollConfig_t:
+// size 0, magic 8, version 12, ext 16, minCTAs 24, maxCTAs 28, nvlsCTAs 32,
+// cgaClusterSize 36 (40 bytes in 2.31.0); algSelection 40,
+// forceAlgSelection 48, CTAPolicy 52, userProfilerTag 56 (64 bytes in
+// 2.31.2); launchCompletionEvent 64 (72 bytes in 2.32.3). A NULL config is
+// the plain collective; a size below the first layout's or a wrong magic is
+// ncclInvalidArgument; a config declaring the library's version or older is
+// copied for its own size, unclamped (a larger size would overflow NCCL's
+// copy: the fake fails the call instead, so tests see it), a newer one for
+// the library's size.
+
+#if SINCE(23100)
+static size_t collconfig_size(int v) {
+	if (v >= 23203) return 72;
+	if (v >= 23102) return 64;
+	return 40;
+}
+
+static int coll_config(const void *cfg, const char *fn) {
+	if (!cfg) {
+		return ncclSuccess;
+	}
+	size_t size;
+	memcpy(&size, cfg, sizeof size);
+	if (size < 40) {
+		return fail(ncclInvalidArgument, fn, "ncclCollConfig_t size %zu too small (expected >= %zu)", size,
+			    collconfig_size(version()));
+	}
+	if (get_u32(cfg, 8) != API_MAGIC) {
+		return fail(ncclInvalidArgument, fn, "ncclCollConfig_t magic mismatch (got 0x%x, expected 0x%x)",
+			    get_u32(cfg, 8), API_MAGIC);
+	}
+	if ((int)get_u32(cfg, 12) <= version() && size > collconfig_size(version())) {
+		return fail(ncclInternalError, fn, "ncclCollConfig_t of %zu bytes declaring version %u overflows the "
+			    "library's %zu-byte copy (real NCCL corrupts its stack here)", size, get_u32(cfg, 12),
+			    collconfig_size(version()));
+	}
+	return ncclSuccess;
+}
+
+#define COLLECTIVE_CONFIG(fn, cfg, ...)                            \
+	ENTER(fn);                                                 \
+	int rc_ = coll_config(cfg, fn);                            \
+	if (rc_) {                                                 \
+		return group_error_check(rc_);                     \
+	}                                                          \
+	return group_error_check(collective(fn, __VA_ARGS__))
+
+EXPORT int ncclAllReduceConfig(const void *send, void *recv, size_t count, int dt, int op, void *comm, void *stream,
+			       const void *cfg) {
+	COLLECTIVE_CONFIG("ncclAllReduceConfig", cfg, C_ALLREDUCE, send, recv, count, dt, op, 0, comm, stream);
+}
+
+EXPORT int ncclBroadcastConfig(const void *send, void *recv, size_t count, int dt, int root, void *comm, void *stream,
+			       const void *cfg) {
+	COLLECTIVE_CONFIG("ncclBroadcastConfig", cfg, C_BROADCAST, send, recv, count, dt, 0, root, comm, stream);
+}
+
+EXPORT int ncclReduceConfig(const void *send, void *recv, size_t count, int dt, int op, int root, void *comm,
+			    void *stream, const void *cfg) {
+	COLLECTIVE_CONFIG("ncclReduceConfig", cfg, C_REDUCE, send, recv, count, dt, op, root, comm, stream);
+}
+
+EXPORT int ncclAllGatherConfig(const void *send, void *recv, size_t count, int dt, void *comm, void *stream,
+			       const void *cfg) {
+	COLLECTIVE_CONFIG("ncclAllGatherConfig", cfg, C_ALLGATHER, send, recv, count, dt, 0, 0, comm, stream);
+}
+
+EXPORT int ncclReduceScatterConfig(const void *send, void *recv, size_t count, int dt, int op, void *comm, void *stream,
+				   const void *cfg) {
+	COLLECTIVE_CONFIG("ncclReduceScatterConfig", cfg, C_REDUCESCATTER, send, recv, count, dt, op, 0, comm, stream);
+}
+
+EXPORT int ncclAlltoAllConfig(const void *send, void *recv, size_t count, int dt, void *comm, void *stream,
+			      const void *cfg) {
+	COLLECTIVE_CONFIG("ncclAlltoAllConfig", cfg, C_ALLTOALL, send, recv, count, dt, 0, 0, comm, stream);
+}
+
+EXPORT int ncclGatherConfig(const void *send, void *recv, size_t count, int dt, int root, void *comm, void *stream,
+			    const void *cfg) {
+	COLLECTIVE_CONFIG("ncclGatherConfig", cfg, C_GATHER, send, recv, count, dt, 0, root, comm, stream);
+}
+
+EXPORT int ncclScatterConfig(const void *send, void *recv, size_t count, int dt, int root, void *comm, void *stream,
+			     const void *cfg) {
+	COLLECTIVE_CONFIG("ncclScatterConfig", cfg, C_SCATTER, send, recv, count, dt, 0, root, comm, stream);
 }
 #endif

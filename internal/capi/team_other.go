@@ -1,0 +1,17 @@
+//go:build !linux || !cgo
+
+package capi
+
+// Team is ncclTeam_t.
+type Team struct{ NRanks, Rank, Stride int32 }
+
+// The teams of TeamGet.
+const (
+	TeamWorld = 0
+	TeamLSA   = 1
+	TeamRail  = 2
+)
+
+func TeamGet(which int, comm uintptr) (Team, int32) { return Team{}, NotLoaded }
+
+func TeamRankTo(toLSA bool, comm uintptr, team Team, rank int) (int, int32) { return 0, NotLoaded }

@@ -1,0 +1,135 @@
+package nccl
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nccl4go/nccl/internal/capi"
+)
+
+// Team is a set of ranks of a communicator as NCCL's device API names them
+// (ncclTeam_t): NRanks members, this rank's index Rank among them, and
+// Stride, the distance in world ranks between consecutive members. Teams
+// come from [Communicator.TeamWorld], [Communicator.TeamLSA] and
+// [Communicator.TeamRail]; translate a member's index with
+// [Communicator.TeamRankToWorld] and [Communicator.TeamRankToLSA].
+type Team struct {
+	NRanks int `json:"nranks"`
+	Rank   int `json:"rank"`
+	Stride int `json:"stride"`
+}
+
+// String reads "team{rank 1 of 4, stride 2}".
+func (t Team) String() string {
+	return fmt.Sprintf("team{rank %d of %d, stride %d}", t.Rank, t.NRanks, t.Stride)
+}
+
+// TeamWorld is the team of every rank of the communicator (ncclTeamWorld,
+// NCCL 2.28.3): NRanks the communicator's size, Rank this rank, Stride 1.
+// Local: not collective.
+func (c *Communicator) TeamWorld() (Team, error) {
+	return c.team("TeamWorld", "ncclTeamWorld", capi.SymTeamWorld, capi.TeamWorld, takeLive)
+}
+
+// TeamLSA is this rank's load/store-accessible team: the ranks whose
+// memory it can reach by NVLink loads and stores (ncclTeamLsa, NCCL
+// 2.28.3). NCCL initializes its device runtime for it on first use. Local:
+// not collective.
+func (c *Communicator) TeamLSA() (Team, error) {
+	return c.team("TeamLSA", "ncclTeamLsa", capi.SymTeamLsa, capi.TeamLSA, takeWork)
+}
+
+// TeamRail is this rank's rail team: the ranks with the same index in the
+// other LSA teams, Stride apart (ncclTeamRail, NCCL 2.28.3). Local: not
+// collective.
+func (c *Communicator) TeamRail() (Team, error) {
+	return c.team("TeamRail", "ncclTeamRail", capi.SymTeamRail, capi.TeamRail, takeWork)
+}
+
+// TeamRankToWorld is the communicator rank of member rank of team t, a team
+// of this rank on this communicator (ncclTeamRankToWorld, NCCL 2.28.3).
+// Local: not collective. NCCL checks nothing: the binding refuses a rank
+// outside the team, and a result outside the communicator (t is not one
+// of its teams), with an error wrapping [ErrInvalidArgument].
+func (c *Communicator) TeamRankToWorld(t Team, rank int) (int, error) {
+	return c.teamRankTo("TeamRankToWorld", "ncclTeamRankToWorld", capi.SymTeamRankToWorld, false, t, rank, takeLive)
+}
+
+// TeamRankToLSA is the LSA team index of member rank of team t
+// (ncclTeamRankToLsa, NCCL 2.28.3). Local: not collective. The binding
+// checks rank and the result as [Communicator.TeamRankToWorld] does.
+func (c *Communicator) TeamRankToLSA(t Team, rank int) (int, error) {
+	return c.teamRankTo("TeamRankToLSA", "ncclTeamRankToLsa", capi.SymTeamRankToLsa, true, t, rank, takeWork)
+}
+
+func (c *Communicator) team(op, fn string, s capi.Sym, which int, tk take) (Team, error) {
+	if _, err := require(s); err != nil {
+		return Team{}, err
+	}
+	var raw capi.Team
+	err := c.call(context.Background(), completed, op, fn, tk, nil, func(ptr uintptr) (capi.Status, error) {
+		var r int32
+		raw, r = capi.TeamGet(which, ptr)
+		return capi.Status{Code: r}, nil
+	})
+	if err != nil {
+		return Team{}, err
+	}
+	t := Team{NRanks: int(raw.NRanks), Rank: int(raw.Rank), Stride: int(raw.Stride)}
+	if t.NRanks <= 0 {
+		// ncclTeamLsa and ncclTeamRail return an empty team when NCCL
+		// cannot initialize its device runtime.
+		return Team{}, &Error{Op: op, Code: InternalError, Detail: fmt.Sprintf(
+			"%s returned an empty team: NCCL could not initialize its device runtime for this communicator", fn)}
+	}
+	return t, nil
+}
+
+func (c *Communicator) teamRankTo(op, fn string, s capi.Sym, toLSA bool, t Team, rank int, tk take) (int, error) {
+	if err := checkTeam(op, t, rank); err != nil {
+		return 0, err
+	}
+	if _, err := require(s); err != nil {
+		return 0, err
+	}
+	var out int
+	err := c.call(context.Background(), completed, op, fn, tk, nil, func(ptr uintptr) (capi.Status, error) {
+		raw := capi.Team{NRanks: int32(t.NRanks), Rank: int32(t.Rank), Stride: int32(t.Stride)}
+		var r int32
+		out, r = capi.TeamRankTo(toLSA, ptr, raw, rank)
+		return capi.Status{Code: r}, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	limit := "the communicator"
+	var size int
+	if toLSA {
+		lsa, err := c.TeamLSA()
+		if err != nil {
+			return 0, err
+		}
+		size, limit = lsa.NRanks, "the LSA team"
+	} else {
+		n, err := c.NRanks()
+		if err != nil {
+			return 0, err
+		}
+		size = n
+	}
+	if out < 0 || out >= size {
+		return 0, argErr(op, "team", "%v, member %d: %s gives %d, outside %s of %d ranks: not a team of this rank on this communicator", t, rank, fn, out, limit, size)
+	}
+	return out, nil
+}
+
+// checkTeam refuses what NCCL would compute garbage from.
+func checkTeam(op string, t Team, rank int) error {
+	switch {
+	case t.NRanks <= 0 || t.Stride <= 0 || t.Rank < 0 || t.Rank >= t.NRanks:
+		return argErr(op, "team", "%v is not a team (get one from TeamWorld, TeamLSA or TeamRail)", t)
+	case rank < 0 || rank >= t.NRanks:
+		return argErr(op, "rank", "%d: outside the team's %d members", rank, t.NRanks)
+	}
+	return nil
+}
