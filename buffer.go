@@ -41,7 +41,7 @@ type Buffer struct {
 // freed (through any Slice of it), every operation rejects the Buffer.
 // It allocates nothing.
 func BufferOf[T cuda.Elem](s cuda.Slice[T]) Buffer {
-	return Buffer{Ptr: s.Ptr(), Count: s.Len(), Type: DataType(cuda.DTypeOf[T]()), Device: int(s.Device()), alloc: allocationMemory(s.Allocation())}
+	return Buffer{Ptr: s.Ptr(), Count: s.Len(), Type: cuda.DTypeOf[T](), Device: int(s.Device()), alloc: allocationMemory(s.Allocation())}
 }
 
 // RawBuffer wraps count elements of type t at device address ptr on device
@@ -74,7 +74,7 @@ func (b Buffer) Err() error {
 // Bytes is the size of the buffer in bytes.
 func (b Buffer) Bytes() uint64 { return uint64(b.Count) * uint64(b.Type.Size()) }
 
-// String reads "ncclFloat32[1024]@cuda:0:0x7f...".
+// String reads "float32[1024]@cuda:0:0x7f...".
 func (b Buffer) String() string {
 	return fmt.Sprintf("%s[%d]@cuda:%d:%#x", b.Type, b.Count, b.Device, b.Ptr)
 }

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
@@ -21,7 +22,33 @@ import (
 // method). Send and receive buffers that overlap in any other way are
 // rejected with an error wrapping ErrInvalidArgument.
 
-// collKind names each operation of the hot path.
+// collKind names each operation of the hot path: an index into colls.
+//
+// Adding a collective (or a point-to-point call) touches each place below;
+// TestCollectiveChecklist fails for every one left out, and
+// TestCollectiveChecklistCatchesOmissions adds a pretend kind to show each
+// check firing:
+//
+//  1. a kind here, before numKinds, and its row in colls (collTable takes
+//     exactly numKinds rows: a kind added last without a row fails the
+//     build; one added in the middle leaves an empty row, which step 2's
+//     check reports);
+//  2. the recorder's operation (trace/op.go: a trace.Op and its row in
+//     ops: a name, class Collective or PointToPoint, HasData), the row's op:
+//     its name is the call's name in errors and dumps;
+//  3. the C function in internal/capi's list (the X-macro in shim.h, then
+//     go generate for zsyms.go), its Go wrapper and its !cgo stub: the
+//     row's sym;
+//  4. run's switch: a case calling that wrapper (its default refuses);
+//  5. validateLocked (validate.go): the argument rules (its default refuses);
+//  6. the method on [Communicator], named as the trace op, whose doc names
+//     the C function;
+//  7. the fake NCCL (internal/faketest/testdata/fakenccl.c): the function,
+//     behaving as the real one does;
+//  8. README.md's table of collectives: a row with the method, the C
+//     function and its first release;
+//  9. perf (nccl4go perf), where nccl-tests has the test: a perf
+//     collective (perf's TestEveryCollectiveHasATest).
 type collKind uint8
 
 const (
@@ -35,20 +62,39 @@ const (
 	kScatter
 	kSend
 	kRecv
+	numKinds
 )
 
-// collNames: the binding's operation and the C function of each kind.
-var collNames = [...]struct{ op, fn string }{
-	kAllReduce:     {"AllReduce", "ncclAllReduce"},
-	kBroadcast:     {"Broadcast", "ncclBroadcast"},
-	kReduce:        {"Reduce", "ncclReduce"},
-	kAllGather:     {"AllGather", "ncclAllGather"},
-	kReduceScatter: {"ReduceScatter", "ncclReduceScatter"},
-	kAllToAll:      {"AllToAll", "ncclAlltoAll"},
-	kGather:        {"Gather", "ncclGather"},
-	kScatter:       {"Scatter", "ncclScatter"},
-	kSend:          {"Send", "ncclSend"},
-	kRecv:          {"Recv", "ncclRecv"},
+// collInfo is what the call path knows of a kind. name and fn are op's and
+// sym's names, derived once (collTable) so that the hot path only reads.
+type collInfo struct {
+	op       trace.Op // the recorder's operation; its name is the call's
+	sym      capi.Sym // the C function
+	name, fn string
+}
+
+// colls is every kind's row: the one place that says which recorder
+// operation and which C function a kind is.
+var colls = collTable([...]collInfo{
+	kAllReduce:     {op: trace.AllReduce, sym: capi.SymAllReduce},
+	kBroadcast:     {op: trace.Broadcast, sym: capi.SymBroadcast},
+	kReduce:        {op: trace.Reduce, sym: capi.SymReduce},
+	kAllGather:     {op: trace.AllGather, sym: capi.SymAllGather},
+	kReduceScatter: {op: trace.ReduceScatter, sym: capi.SymReduceScatter},
+	kAllToAll:      {op: trace.AllToAll, sym: capi.SymAlltoAll},
+	kGather:        {op: trace.Gather, sym: capi.SymGather},
+	kScatter:       {op: trace.Scatter, sym: capi.SymScatter},
+	kSend:          {op: trace.Send, sym: capi.SymSend},
+	kRecv:          {op: trace.Recv, sym: capi.SymRecv},
+})
+
+// collTable fills in the names of rows. Its parameter's length is
+// numKinds: a kind without a row does not compile.
+func collTable(rows [numKinds]collInfo) [numKinds]collInfo {
+	for i := range rows {
+		rows[i].name, rows[i].fn = rows[i].op.String(), rows[i].sym.String()
+	}
+	return rows
 }
 
 // collCall is one call's arguments, kept on the caller's stack.
@@ -131,23 +177,23 @@ func (c *Communicator) Scatter(send, recv Buffer, root int, s cuda.Stream) error
 // decided inline, one C call, nothing allocated (the closure stays on the
 // stack: call does not keep it).
 func (c *Communicator) run(a *collCall) error {
-	name := &collNames[a.kind]
+	k := &colls[a.kind]
 	h, sdev, err := resolveStream(a.stream)
 	if err != nil {
-		return &ArgError{Op: name.op, Arg: "stream", Reason: "destroyed", Err: err}
+		return &ArgError{Op: k.name, Arg: "stream", Reason: "destroyed", Err: err}
 	}
 	var ev trace.Event // filled once the checks passed; recorded by attempt
-	return c.call(context.Background(), started, name.op, name.fn, takePrepared, &ev, func(ptr uintptr) (capi.Status, error) {
-		if err := c.queueCheckLocked(name.op, sdev); err != nil {
+	return c.call(context.Background(), started, k.name, k.fn, takePrepared, &ev, func(ptr uintptr) (capi.Status, error) {
+		if err := c.queueCheckLocked(k.name, sdev); err != nil {
 			return capi.Status{}, err
 		}
-		send, recv, count, dt, err := c.validateLocked(a, name.op)
+		send, recv, count, dt, err := c.validateLocked(a, k.name)
 		if err != nil {
 			return capi.Status{}, err
 		}
 		// Field by field: a composite literal is built on the stack and
 		// copied wide, which stalls on its own narrow stores.
-		ev.Op, ev.DataType, ev.RedOp = traceOps[a.kind], trace.DataType(dt), trace.RedOp(a.op)
+		ev.Op, ev.DataType, ev.RedOp = k.op, recType(dt), recOp(a.op)
 		ev.Peer, ev.Count, ev.Stream = int32(a.root), count, h
 		var st capi.Status
 		switch a.kind {
@@ -169,8 +215,10 @@ func (c *Communicator) run(a *collCall) error {
 			st = capi.Scatter(send, recv, count, int32(dt), a.root, ptr, h)
 		case kSend:
 			st = capi.Send(send, count, int32(dt), a.root, ptr, h)
-		default:
+		case kRecv:
 			st = capi.Recv(recv, count, int32(dt), a.root, ptr, h)
+		default: // validateLocked refuses first; kept for step 4 of collKind's list
+			return capi.Status{}, fmt.Errorf("nccl: %s: internal: run has no C call for kind %d", k.name, a.kind)
 		}
 		return st, nil
 	})

@@ -176,7 +176,7 @@ func preMulScalar(ti typeInfo, rank int) float64 {
 // genInput is rank's input for one case: count random values of T, chosen
 // so that no reduction over n ranks overflows, never all zeros or ones.
 func genInput[T cuda.Elem](seed uint64, rank, n, count int, op string) []T {
-	ti := infoOf(nccl.DataTypeOf(cuda.DTypeOf[T]()))
+	ti := infoOf(cuda.DTypeOf[T]())
 	rng := rand.New(rand.NewPCG(seed, uint64(rank)+1))
 	out := make([]T, count)
 	for i := range out {
@@ -370,7 +370,7 @@ func makeOp[T cuda.Elem](t *testing.T, e *collEnv, oc opCase, ti typeInfo) (nccl
 		op, err = nccl.PreMulSum(e.c, scalar)
 	}
 	must(t, "PreMulSum", err)
-	if op.Type() != nccl.DataTypeOf(cuda.DTypeOf[T]()) {
+	if op.Type() != cuda.DTypeOf[T]() {
 		t.Errorf("CustomOp.Type = %v", op.Type())
 	}
 	return op.Op(), func() {
@@ -385,17 +385,17 @@ func makeOp[T cuda.Elem](t *testing.T, e *collEnv, oc opCase, ti typeInfo) (nccl
 
 // runCollectives checks every collective for element type T.
 func runCollectives[T cuda.Elem](t *testing.T, e *collEnv) {
-	dt := nccl.DataTypeOf(cuda.DTypeOf[T]())
+	dt := cuda.DTypeOf[T]()
 	ti := infoOf(dt)
 	const count = 999
 	n, rank := e.n, e.rank
-	if dt.Since() > e.rel {
+	if nccl.DataTypeSince(dt) > e.rel {
 		s := upload(t, e.dev, make([]T, 4))
 		err := e.c.AllGather(nccl.BufferOf(s), nccl.BufferOf(s), e.s)
 		if !errors.Is(err, nccl.ErrUnsupported) {
 			t.Errorf("%s on NCCL %s: %v, want ErrUnsupported", dt, e.rel, err)
 		}
-		t.Logf("%s: needs NCCL %s, loaded %s: only the refusal checked", dt, dt.Since(), e.rel)
+		t.Logf("%s: needs NCCL %s, loaded %s: only the refusal checked", dt, nccl.DataTypeSince(dt), e.rel)
 		return
 	}
 	seed := uint64(dt) << 32
@@ -409,7 +409,7 @@ func runCollectives[T cuda.Elem](t *testing.T, e *collEnv) {
 
 	// Reductions: AllReduce, Reduce and ReduceScatter, every operator.
 	for oi, oc := range opCases {
-		if dt.IsFloat8() && !e.fp8Red {
+		if nccl.IsFloat8(dt) && !e.fp8Red {
 			s := upload(t, e.dev, make([]T, 4))
 			err := e.c.AllReduce(nccl.BufferOf(s), nccl.BufferOf(s), nccl.Sum, e.s)
 			if !errors.Is(err, nccl.ErrUnsupported) {
@@ -430,7 +430,7 @@ func runCollectives[T cuda.Elem](t *testing.T, e *collEnv) {
 				recv = upload(t, e.dev, make([]T, count))
 			}
 			err := e.c.AllReduce(nccl.BufferOf(send), nccl.BufferOf(recv), op, e.s)
-			if dt.IsFloat8() && e.n == 1 && (oc.name == "avg" || strings.HasPrefix(oc.name, "premulsum")) {
+			if nccl.IsFloat8(dt) && e.n == 1 && (oc.name == "avg" || strings.HasPrefix(oc.name, "premulsum")) {
 				// NCCL's one-rank path has no fp8 scaling kernel
 				// (src/device/onerank.cu): the binding says so first.
 				if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "one-rank") {

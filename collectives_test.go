@@ -31,8 +31,8 @@ func TestCollectiveTypeMismatch(t *testing.T) {
 		c := collComm(t, 1, 0, 0)
 		send := collBuf(t, 0, f32s(4)...)
 		recv := collBuf[int32](t, 0, 1, 2, 3, 4)
-		wantArgErr(t, c.AllReduce(send, recv, nccl.Sum, cuda.Stream{}), "AllReduce", "recv", "ncclInt32", "ncclFloat32")
-		wantArgErr(t, c.AllGather(send, recv, cuda.Stream{}), "AllGather", "recv", "ncclInt32")
+		wantArgErr(t, c.AllReduce(send, recv, nccl.Sum, cuda.Stream{}), "AllReduce", "recv", "int32", "float32")
+		wantArgErr(t, c.AllGather(send, recv, cuda.Stream{}), "AllGather", "recv", "int32")
 		noNCCLCall(t, "ncclAllReduce")
 	})
 }
@@ -217,7 +217,7 @@ func TestFloat8ReductionNeedsSM90(t *testing.T) {
 		if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "compute capability 9.0") {
 			t.Errorf("fp8 AllReduce on sm_80: %v, want ErrUnsupported naming compute capability 9.0", err)
 		}
-		wantArgErr(t, err, "AllReduce", "op", "ncclFloat8e4m3")
+		wantArgErr(t, err, "AllReduce", "op", "float8e4m3")
 		// Moving fp8 data needs no sm_90.
 		if err := c.AllGather(b, b, cuda.Stream{}); err != nil {
 			t.Errorf("fp8 AllGather on sm_80: %v", err)
@@ -241,7 +241,7 @@ func TestFloat8ScalingOpsOnOneRank(t *testing.T) {
 			if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "one-rank") {
 				t.Errorf("fp8 AllReduce %v on one rank: %v, want ErrUnsupported naming the one-rank path", op, err)
 			}
-			wantArgErr(t, err, "AllReduce", "op", "ncclFloat8e4m3")
+			wantArgErr(t, err, "AllReduce", "op", "float8e4m3")
 		}
 		noNCCLCall(t, "ncclAllReduce")
 		if err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{}); err != nil {

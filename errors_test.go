@@ -168,17 +168,17 @@ func TestEnumNames(t *testing.T) {
 		{nccl.Float8E4M3, "ncclFloat8e4m3", 1, 22403}, {nccl.Float8E5M2, "ncclFloat8e5m2", 1, 22403},
 	}
 	for i, c := range types {
-		if int(c.t) != i || c.t.String() != c.name || c.t.Size() != c.size || c.t.Since() != c.since || !c.t.Valid() {
-			t.Errorf("%d: %d %q size %d since %d", i, int(c.t), c.t.String(), c.t.Size(), c.t.Since())
+		if int(c.t) != i || nccl.DataTypeCName(c.t) != c.name || c.t.Size() != c.size || nccl.DataTypeSince(c.t) != c.since || !c.t.Valid() {
+			t.Errorf("%d: %d %q size %d since %d", i, int(c.t), nccl.DataTypeCName(c.t), c.t.Size(), nccl.DataTypeSince(c.t))
 		}
-		if nccl.DataTypeOf(cuda.DType(i)) != c.t {
-			t.Errorf("DataTypeOf(%s) = %s", cuda.DType(i), nccl.DataTypeOf(cuda.DType(i)))
+		if c.t != cuda.DType(i) {
+			t.Errorf("%s is not cuda.DType(%d)", c.name, i)
 		}
-		if c.t.IsFloat8() != (i >= 10) {
-			t.Errorf("%s.IsFloat8() = %v", c.name, c.t.IsFloat8())
+		if nccl.IsFloat8(c.t) != (i >= 10) {
+			t.Errorf("%s: IsFloat8 = %v", c.name, nccl.IsFloat8(c.t))
 		}
 	}
-	if nccl.DataType(12).Valid() || nccl.DataType(-1).Valid() || nccl.DataType(12).String() != "ncclDataType(12)" {
+	if nccl.DataType(12).Valid() || nccl.DataType(-1).Valid() || nccl.DataTypeCName(12) != "ncclDataType(12)" {
 		t.Error("an unknown data type looks valid")
 	}
 	ops := []string{"ncclSum", "ncclProd", "ncclMax", "ncclMin", "ncclAvg"}

@@ -141,7 +141,7 @@ func checkWaitDesc(op string, i int, d WaitSignalDesc, n int) error {
 // WaitSignal consumes the signal. One-sided; may be grouped. NCCL 2.29.2.
 func (c *Communicator) PutSignal(local Buffer, peer int, peerWin *Window, offsetElems int, s cuda.Stream) error {
 	const op = "PutSignal"
-	return c.rmaCall(op, capi.SymPutSignal, s, trace.Event{Op: trace.PutSignal, Peer: int32(peer), DataType: trace.DataType(local.Type), Count: uint64(max(local.Count, 0))}, func(comm, stream uintptr) (capi.Status, error) {
+	return c.rmaCall(op, capi.SymPutSignal, s, trace.Event{Op: trace.PutSignal, Peer: int32(peer), DataType: recType(local.Type), Count: uint64(max(local.Count, 0))}, func(comm, stream uintptr) (capi.Status, error) {
 		win, off, err := c.checkPutLocked(op, local, peer, peerWin, offsetElems)
 		if err != nil {
 			return capi.Status{}, err

@@ -21,19 +21,14 @@ import (
 // turns it off. Hooks (AddHook) see the same operations: the watchdog
 // package attaches one.
 
-// traceOps maps each operation of the hot path to the recorder's.
-var traceOps = [...]trace.Op{
-	kAllReduce:     trace.AllReduce,
-	kBroadcast:     trace.Broadcast,
-	kReduce:        trace.Reduce,
-	kAllGather:     trace.AllGather,
-	kReduceScatter: trace.ReduceScatter,
-	kAllToAll:      trace.AllToAll,
-	kGather:        trace.Gather,
-	kScatter:       trace.Scatter,
-	kSend:          trace.Send,
-	kRecv:          trace.Recv,
-}
+// recType and recOp are the recorder's words for a data type and a
+// reduction operator: the same codes, kept in a byte
+// (TestTraceVocabulary checks every value of both). recOp keeps an
+// operator beyond a byte's range as custom(255): truncated, custom
+// operator 256 would read as Sum, a built-in one the analyzer compares.
+func recType(t DataType) trace.DataType { return trace.DataType(t) }
+
+func recOp(o RedOp) trace.RedOp { return trace.RedOp(min(uint32(o), 255)) }
 
 // traceState is what a communicator keeps for the recorder (guarded by mu,
 // except hooks).

@@ -41,7 +41,7 @@ const (
 func PreMulSum[T cuda.Elem](c *Communicator, scalar T) (*CustomOp, error) {
 	var bits uint64 // NCCL copies the type's size from the address: the low bytes
 	*(*T)(unsafe.Pointer(&bits)) = scalar
-	return c.newPreMulSum("PreMulSum", DataType(cuda.DTypeOf[T]()), true, bits, 0, nil)
+	return c.newPreMulSum("PreMulSum", cuda.DTypeOf[T](), true, bits, 0, nil)
 }
 
 // PreMulSumDevice is [PreMulSum] with the scalar in device memory: a
@@ -65,7 +65,7 @@ func PreMulSumDevice[T cuda.Elem](c *Communicator, scalar cuda.Slice[T]) (*Custo
 	if int(scalar.Device()) != dev {
 		return nil, argErr(op, "scalar", "on %s, but the communicator is on cuda:%d", scalar.Device(), dev)
 	}
-	return c.newPreMulSum(op, DataType(cuda.DTypeOf[T]()), false, 0, scalar.Ptr(), scalar)
+	return c.newPreMulSum(op, cuda.DTypeOf[T](), false, 0, scalar.Ptr(), scalar)
 }
 
 func (c *Communicator) newPreMulSum(op string, dt DataType, host bool, bits uint64, dptr uintptr, keep any) (*CustomOp, error) {
@@ -76,7 +76,7 @@ func (c *Communicator) newPreMulSum(op string, dt DataType, host bool, bits uint
 	if err != nil {
 		return nil, err
 	}
-	if err := dt.check(r); err != nil {
+	if err := checkDataType(dt, r); err != nil {
 		return nil, err
 	}
 	var o *CustomOp
@@ -120,7 +120,7 @@ func (o *CustomOp) Type() DataType {
 	return o.dt
 }
 
-// String reads "nccl.CustomOp(PreMulSum ncclFloat32, ncclRedOp(12345))".
+// String reads "nccl.CustomOp(PreMulSum float32, ncclRedOp(12345))".
 func (o *CustomOp) String() string {
 	if o == nil {
 		return "nccl.CustomOp(nil)"

@@ -18,7 +18,7 @@ func TestPreMulSumHostScalar(t *testing.T) {
 			t.Fatalf("PreMulSum: %v", err)
 		}
 		if op.Type() != nccl.Float64 || op.Op().Builtin() {
-			t.Errorf("Type %v, Op %v: want ncclFloat64 and a custom value", op.Type(), op.Op())
+			t.Errorf("Type %v, Op %v: want float64 and a custom value", op.Type(), op.Op())
 		}
 		send := collBuf(t, 0, 1.0, -2, 0.5)
 		recv := collSlice(t, 0, 0.0, 0, 0)
@@ -76,7 +76,7 @@ func TestCustomOpTypeMismatch(t *testing.T) {
 		}
 		defer op.Close()
 		b := collBuf(t, 0, f32s(4)...)
-		wantArgErr(t, c.AllReduce(b, b, op.Op(), cuda.Stream{}), "AllReduce", "op", "ncclInt32", "ncclFloat32")
+		wantArgErr(t, c.AllReduce(b, b, op.Op(), cuda.Stream{}), "AllReduce", "op", "int32", "float32")
 		noNCCLCall(t, "ncclAllReduce")
 	})
 }

@@ -67,7 +67,7 @@ func (rb *RegisteredBuffer) Buffer() Buffer {
 // Size is the registered size in bytes.
 func (rb *RegisteredBuffer) Size() uint64 { return rb.Buffer().Bytes() }
 
-// String reads "nccl.RegisteredBuffer(ncclFloat32[1024]@cuda:0:0x7f..., handle 0x...)".
+// String reads "nccl.RegisteredBuffer(float32[1024]@cuda:0:0x7f..., handle 0x...)".
 func (rb *RegisteredBuffer) String() string {
 	if rb == nil {
 		return "nccl.RegisteredBuffer(nil)"

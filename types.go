@@ -2,65 +2,49 @@ package nccl
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/versions"
 )
 
-// DataType is an NCCL element type (ncclDataType_t). Its values equal
-// [cuda.DType]'s, so a [cuda.Slice] of any element type maps to one.
-type DataType int32
+// DataType is an NCCL element type (ncclDataType_t). It is [cuda.DType]
+// itself (an alias, as os.FileMode is fs.FileMode), so a [cuda.Slice]'s
+// DType is a DataType with no conversion, and one table names every type:
+// String gives the C name without its "nccl" prefix ("float32" for
+// ncclFloat32), Size the element size, Valid whether the binding knows it.
+type DataType = cuda.DType
 
-// NCCL data types.
+// NCCL data types: [cuda.DType]'s constants, re-exported.
 const (
-	Int8       DataType = 0  // ncclInt8
-	Uint8      DataType = 1  // ncclUint8
-	Int32      DataType = 2  // ncclInt32
-	Uint32     DataType = 3  // ncclUint32
-	Int64      DataType = 4  // ncclInt64
-	Uint64     DataType = 5  // ncclUint64
-	Float16    DataType = 6  // ncclFloat16
-	Float32    DataType = 7  // ncclFloat32
-	Float64    DataType = 8  // ncclFloat64
-	BFloat16   DataType = 9  // ncclBfloat16
-	Float8E4M3 DataType = 10 // ncclFloat8e4m3, NCCL 2.24.3 (reductions need sm_90)
-	Float8E5M2 DataType = 11 // ncclFloat8e5m2, NCCL 2.24.3 (reductions need sm_90)
+	Int8       = cuda.Int8           // ncclInt8
+	Uint8      = cuda.Uint8          // ncclUint8
+	Int32      = cuda.Int32          // ncclInt32
+	Uint32     = cuda.Uint32         // ncclUint32
+	Int64      = cuda.Int64          // ncclInt64
+	Uint64     = cuda.Uint64         // ncclUint64
+	Float16    = cuda.Float16Type    // ncclFloat16
+	Float32    = cuda.Float32        // ncclFloat32
+	Float64    = cuda.Float64        // ncclFloat64
+	BFloat16   = cuda.BFloat16Type   // ncclBfloat16
+	Float8E4M3 = cuda.Float8E4M3Type // ncclFloat8e4m3, NCCL 2.24.3 (reductions need sm_90)
+	Float8E5M2 = cuda.Float8E5M2Type // ncclFloat8e5m2, NCCL 2.24.3 (reductions need sm_90)
 )
 
-var dataTypeNames = [...]string{
-	"ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32", "ncclInt64", "ncclUint64",
-	"ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2",
-}
-
-// DataTypeOf is the NCCL data type of a cuda element type.
-func DataTypeOf(t cuda.DType) DataType { return DataType(t) }
-
-// Valid reports whether t is a data type the binding knows.
-func (t DataType) Valid() bool { return t >= 0 && int(t) < len(dataTypeNames) }
-
-// Size is the size of one element in bytes (0 if unknown).
-func (t DataType) Size() int { return cuda.DType(t).Size() }
-
-// String is the C name, e.g. "ncclBfloat16".
-func (t DataType) String() string {
-	if !t.Valid() {
-		return fmt.Sprintf("ncclDataType(%d)", int32(t))
-	}
-	return dataTypeNames[t]
-}
-
-// Since is the first supported NCCL release that has the type:
-// [MinRelease] for every type but the fp8 ones (NCCL 2.24.3).
-func (t DataType) Since() Release {
-	if f, ok := t.feature(); ok {
+// dataTypeSince is the first NCCL release that has t: the version
+// table's row for the fp8 types, MinRelease for the others (every release
+// the binding loads has them).
+func dataTypeSince(t DataType) Release {
+	if f, ok := dataTypeFeature(t); ok {
 		return Release(f.Since())
 	}
 	return MinRelease
 }
 
-// feature is the version-table row of a type that not every supported
-// release has.
-func (t DataType) feature() (versions.Feature, bool) {
+// dataTypeFeature is the version-table row of a type that not every
+// supported release has.
+func dataTypeFeature(t DataType) (versions.Feature, bool) {
 	switch t {
 	case Float8E4M3:
 		return versions.Float8E4M3, true
@@ -70,16 +54,26 @@ func (t DataType) feature() (versions.Feature, bool) {
 	return 0, false
 }
 
-// check returns the unsupported error when release r lacks t.
-func (t DataType) check(r Release) error {
-	if f, ok := t.feature(); ok {
+// checkDataType returns the unsupported error when release r lacks t.
+func checkDataType(t DataType, r Release) error {
+	if f, ok := dataTypeFeature(t); ok {
 		return need(r, f)
 	}
 	return nil
 }
 
-// IsFloat8 reports whether t is one of the fp8 types.
-func (t DataType) IsFloat8() bool { return t == Float8E4M3 || t == Float8E5M2 }
+// dataTypeCName is t's C name, "ncclFloat8e4m3" (String's rule reversed),
+// for errors that name NCCL's own words.
+func dataTypeCName(t DataType) string {
+	n := t.String()
+	if !t.Valid() {
+		return "ncclDataType(" + strconv.Itoa(int(t)) + ")"
+	}
+	return "nccl" + strings.ToUpper(n[:1]) + n[1:]
+}
+
+// isFloat8 reports whether t is one of the fp8 types.
+func isFloat8(t DataType) bool { return t == Float8E4M3 || t == Float8E5M2 }
 
 // RedOp is a reduction operator (ncclRedOp_t): a built-in one, or a custom
 // operator made for one communicator (valid only with it).

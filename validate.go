@@ -172,7 +172,7 @@ func (c *Communicator) badBuf(op, arg string, b *Buffer) error {
 		}
 		return e
 	}
-	return b.Type.check(c.coll.release)
+	return checkDataType(b.Type, c.coll.release)
 }
 
 // checkPair checks send and recv and that their types match.
@@ -311,7 +311,7 @@ func (c *Communicator) checkOpSlow(op string, o RedOp, t DataType) error {
 	}
 	// NCCL (2.19 through 2.30) reduces every type with every operator, fp8
 	// only on sm_90 and newer (its kernels need it).
-	if t.IsFloat8() {
+	if isFloat8(t) {
 		if c.coll.cc < 90 {
 			return &ArgError{Op: op, Arg: "op", Err: ErrUnsupported, Reason: fmt.Sprintf(
 				"%s reductions need a GPU of compute capability 9.0 or newer; cuda:%d is %d.%d", t, c.dev, c.coll.cc/10, c.coll.cc%10)}

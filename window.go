@@ -215,7 +215,7 @@ func (w *Window) Flags() WindowFlag {
 	return w.flags
 }
 
-// String reads "nccl.Window(ncclFloat32[1024]@cuda:0:0x..., ready 0x...)".
+// String reads "nccl.Window(float32[1024]@cuda:0:0x..., ready 0x...)".
 func (w *Window) String() string {
 	if w == nil || w.c == nil {
 		return "nccl.Window(nil)"

@@ -27,11 +27,23 @@ type Elem interface {
 	int8 | uint8 | int32 | uint32 | int64 | uint64 | Float16 | BFloat16 | float32 | float64 | Float8E4M3 | Float8E5M2
 }
 
-// DType names an element type. Its values are NCCL's ncclDataType_t codes.
+// DType names an element type. It is the module's one data type enum:
+// package nccl's DataType is this type (an alias), and the flight recorder
+// (package trace), which imports no cgo package, stores the same codes in a
+// byte, checked against this table by a test of package nccl. Its values
+// are NCCL's ncclDataType_t codes.
 type DType int32
 
 // Element types, numbered as ncclDataType_t.
 const (
+	// Adding one touches: a value here (the next ncclDataType_t code) and
+	// its row in dtypeInfo; its Go type in Elem and DTypeOf (TestDTypes);
+	// package nccl's re-exported constant (TestDataTypesReexported) and its
+	// first release (dataTypeSince); the recorder's row and PyTorch's name
+	// in package trace (TestTraceVocabulary, TestTablesCoverEveryValue);
+	// perf's nccl-tests name (TestEveryDataTypeHasANcclTestsName); and the
+	// fake NCCL's type sizes.
+
 	Int8 DType = iota
 	Uint8
 	Int32
@@ -51,7 +63,7 @@ var dtypeInfo = [...]struct {
 	size int
 }{
 	{"int8", 1}, {"uint8", 1}, {"int32", 4}, {"uint32", 4}, {"int64", 8}, {"uint64", 8},
-	{"float16", 2}, {"float32", 4}, {"float64", 8}, {"bfloat16", 2}, {"float8_e4m3", 1}, {"float8_e5m2", 1},
+	{"float16", 2}, {"float32", 4}, {"float64", 8}, {"bfloat16", 2}, {"float8e4m3", 1}, {"float8e5m2", 1},
 }
 
 // Valid reports whether t is a known element type.
@@ -65,7 +77,10 @@ func (t DType) Size() int {
 	return dtypeInfo[t].size
 }
 
-// String is the type's name, e.g. "bfloat16".
+// String is the type's name: NCCL's C name without its "nccl" prefix, with
+// a lower-case first letter ("bfloat16" for ncclBfloat16, "float8e4m3" for
+// ncclFloat8e4m3). Flight-recorder dumps use the same names. An unknown
+// value prints as "DType(N)".
 func (t DType) String() string {
 	if !t.Valid() {
 		return fmt.Sprintf("DType(%d)", int32(t))

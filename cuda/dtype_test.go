@@ -16,7 +16,7 @@ func TestDTypes(t *testing.T) {
 		{cuda.Int8, "int8", 1}, {cuda.Uint8, "uint8", 1}, {cuda.Int32, "int32", 4}, {cuda.Uint32, "uint32", 4},
 		{cuda.Int64, "int64", 8}, {cuda.Uint64, "uint64", 8}, {cuda.Float16Type, "float16", 2},
 		{cuda.Float32, "float32", 4}, {cuda.Float64, "float64", 8}, {cuda.BFloat16Type, "bfloat16", 2},
-		{cuda.Float8E4M3Type, "float8_e4m3", 1}, {cuda.Float8E5M2Type, "float8_e5m2", 1},
+		{cuda.Float8E4M3Type, "float8e4m3", 1}, {cuda.Float8E5M2Type, "float8e5m2", 1},
 	}
 	for i, w := range want {
 		if int(w.t) != i {

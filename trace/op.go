@@ -151,8 +151,11 @@ func ParseOp(s string) (Op, bool) {
 	return OpUnknown, false
 }
 
-// DataType is an element type. Its values are NCCL's ncclDataType_t codes,
-// so a binding passes its own data type converted.
+// DataType is an element type, as the recorder keeps it: in a byte of the
+// entry, with NCCL's ncclDataType_t codes. It is the recorder's word for
+// cuda.DType (which nccl.DataType is); package trace imports no cgo
+// package, so it keeps its own table, and package nccl's
+// TestTraceVocabulary fails when the two differ in a value, name or size.
 type DataType uint8
 
 // The data types, with NCCL's codes.
@@ -211,9 +214,11 @@ func ParseDataType(s string) (DataType, bool) {
 	return 0, false
 }
 
-// RedOp is a reduction operator. Its values are NCCL's ncclRedOp_t codes:
-// 0 to 4 are built in, larger values are operators the application created
-// (ncclRedOpCreatePreMulSum).
+// RedOp is a reduction operator, as the recorder keeps it: in a byte, with
+// NCCL's ncclRedOp_t codes: 0 to 4 are built in (nccl.Sum ... nccl.Avg,
+// checked by package nccl's TestTraceVocabulary), larger values are
+// operators the application created (ncclRedOpCreatePreMulSum); one beyond
+// a byte is recorded as 255.
 type RedOp uint8
 
 // The built-in reduction operators, with NCCL's codes.

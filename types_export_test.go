@@ -1,0 +1,8 @@
+package nccl
+
+// Unexported facts of data types, for the external tests.
+var (
+	DataTypeSince = dataTypeSince
+	DataTypeCName = dataTypeCName
+	IsFloat8      = isFloat8
+)
