@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/nccl4go/nccl/cuda"
@@ -13,10 +14,11 @@ import (
 )
 
 // DevCommRequirements says what a device communicator needs
-// (ncclDevCommRequirements_t, every field up to NCCL 2.30.7). A nil field
+// (ncclDevCommRequirements_t, every field up to NCCL 2.31.2). A nil field
 // keeps NCCL's initializer value: GINContextCount 4, GINTrafficClass unset
-// (INT_MIN), GINStrongSignalsRequired and GINVASignalsRequired true, every
-// other count 0 and flag false. A field the loaded NCCL does not know makes
+// (INT_MIN), GINStrongSignalsRequired and GINVASignalsRequired true,
+// GINCustomStride 1, GINType [GINNone], CFTCaps [CFTNone], every other
+// count 0 and flag false. A field the loaded NCCL does not know makes
 // CreateDevComm fail with an error wrapping [ErrUnsupported] that names it.
 // The resource and team requirement lists are not exposed (NULL).
 type DevCommRequirements struct {
@@ -60,6 +62,26 @@ type DevCommRequirements struct {
 	// GINStrongSignalsRequired and GINVASignalsRequired (default true): if
 	// false, kernels must not use strong (or VA) signals. NCCL 2.30.7.
 	GINStrongSignalsRequired, GINVASignalsRequired *bool
+	// GINCustomStride is the rank stride of a [GINConnectionCustomStride]
+	// connection: each rank connects to the ranks this far apart. At least
+	// 1 (the default); NCCL also wants at least the communicator's
+	// minimum (ncclCommProperties_t.ginMinStride). NCCL 2.31.0.
+	GINCustomStride *int
+	// GINType picks the GIN backend of this device communicator ([GINNone],
+	// the default, takes any the communicator has). NCCL 2.31.0.
+	GINType *GINType
+	// UseRuntimeVersion makes NCCL write the ncclDevComm_t in the loaded
+	// library's own layout (for kernels compiled against the loaded
+	// release's headers, as package devapi does), whose size NCCL reports
+	// ([DevComm.Size]). On a library newer than the binding's newest
+	// layout (2.31.2) it is what lets the 2.31 fields through. NCCL 2.31.0.
+	UseRuntimeVersion *bool
+	// CFTCaps asks for CUDA fabric (CFT) logical endpoints ([CFTUnicast],
+	// [CFTMultimem]; Blackwell with CUDA 13.3). NCCL 2.31.2.
+	CFTCaps *CFTCap
+	// CFTBarrierCount is the number of CFT barriers (for kernels'
+	// ncclCftBarrierSession). NCCL 2.31.2.
+	CFTBarrierCount *int
 }
 
 // devCommLayout is the requirements layout and the device communicator
@@ -80,6 +102,23 @@ func layoutFor(r Release) devCommLayout {
 	return devCommLayout{DevCommLayout: l, declared: deviceAPIVersion(r)}
 }
 
+// runtimeSize reports whether NCCL writes the ncclDevComm_t in its own
+// layout, whose size it reports: a declared 2.31 layout (the table knows no
+// size) that is the library's own, or UseRuntimeVersion.
+func (l devCommLayout) runtimeSize() bool { return l.DevComm == 0 }
+
+// set231 names the first field of q newer than 2.30.7 that is set (other
+// than UseRuntimeVersion, whose false asks for nothing), or "".
+func (q *DevCommRequirements) set231() string {
+	for _, f := range versions.Fields("ncclDevCommRequirements_t") {
+		if f.Since() > versions.DevCommCompat && f != versions.ReqsUseRuntimeVersion &&
+			!reflect.ValueOf(q).Elem().FieldByName(f.Field()).IsZero() {
+			return f.Field()
+		}
+	}
+	return ""
+}
+
 // encode validates q for loaded release r and lays it out.
 func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayout, error) {
 	l := layoutFor(r)
@@ -89,6 +128,18 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 	}
 	if err := checkFields(q, r); err != nil {
 		return nil, l, err
+	}
+	runtime := q.UseRuntimeVersion != nil && *q.UseRuntimeVersion
+	if l.runtimeSize() && l.declared != r && !runtime {
+		// A library newer than 2.31.2: the ncclDevComm_t it writes for a
+		// 2.31.2 declaration is not established, the 2.30.7 one is.
+		if f := q.set231(); f != "" {
+			return nil, l, argErr(op, "DevCommRequirements."+f, "NCCL %s is newer than the binding's newest "+
+				"requirements layout (%s), and the size of the ncclDevComm_t it writes for that layout is not "+
+				"established: set UseRuntimeVersion (NCCL then writes its own layout and reports its size)", r, ABIRelease)
+		}
+		c, _ := versions.DevCommLayoutFor(versions.DevCommCompat)
+		l = devCommLayout{DevCommLayout: c, declared: versions.DevCommCompat}
 	}
 	var err error
 	count := func(p *int, field string) int32 {
@@ -130,8 +181,13 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 	}
 	if q.GINConnectionType != nil {
 		t := *q.GINConnectionType
-		if t < GINConnectionNone || t > GINConnectionRail {
-			return nil, l, argErr(op, "DevCommRequirements.GINConnectionType", "%d: not NCCL_GIN_CONNECTION_NONE, NCCL_GIN_CONNECTION_FULL or NCCL_GIN_CONNECTION_RAIL", int32(t))
+		if t < GINConnectionNone || t > GINConnectionCustomStride {
+			return nil, l, argErr(op, "DevCommRequirements.GINConnectionType", "%d: not NCCL_GIN_CONNECTION_NONE, FULL, RAIL or CUSTOM_STRIDE", int32(t))
+		}
+		if t == GINConnectionCustomStride {
+			if err := need(r, versions.GINConnectionCustomStride); err != nil {
+				return nil, l, err
+			}
 		}
 		raw.GinConnectionType = int32(t)
 	}
@@ -149,6 +205,37 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 	if has(l.declared, versions.ReqsGINStrongSignalsRequired) {
 		raw.GinStrongSignalsRequired = flag(q.GINStrongSignalsRequired, true)
 		raw.GinVaSignalsRequired = flag(q.GINVASignalsRequired, true)
+	}
+	if has(l.declared, versions.ReqsGINCustomStride) {
+		raw.GinCustomStride = 1
+		if p := q.GINCustomStride; p != nil {
+			if *p < 1 || *p > 1<<31-1 {
+				return nil, l, argErr(op, "DevCommRequirements.GINCustomStride", "%d: a rank stride must be in [1, 2^31)", *p)
+			}
+			raw.GinCustomStride = int32(*p)
+		}
+		if p := q.GINType; p != nil {
+			if _, ok := ginTypeNames[*p]; !ok {
+				return nil, l, argErr(op, "DevCommRequirements.GINType", "%d: not an ncclGinType_t (NCCL_GIN_TYPE_NONE, PROXY, GDAKI, GPI or EFA_GDA)", int32(*p))
+			}
+			raw.GinType = int32(*p)
+		}
+		raw.UseRuntimeVersion = runtime
+	}
+	if has(l.declared, versions.ReqsCFTCaps) {
+		if p := q.CFTCaps; p != nil {
+			if *p&^(CFTUnicast|CFTMultimem) != 0 {
+				return nil, l, argErr(op, "DevCommRequirements.CFTCaps", "%#x: not a set of NCCL_CFT (0x1) and NCCL_CFT_MULTIMEM (0x2)", int32(*p))
+			}
+			raw.CftCaps = int32(*p)
+		}
+		raw.CftBarrierCount = count(q.CFTBarrierCount, "CFTBarrierCount")
+		if err != nil {
+			return nil, l, err
+		}
+	}
+	if runtime {
+		l.DevComm = 0 // NCCL's own layout: it reports the size
 	}
 	// NCCL rejects GIN resources without GIN enabled
 	// (ncclDevrCommCreateInternal): say which field is missing first.
@@ -210,8 +297,10 @@ var devCommKind = asyncKind{
 // before NCCL 2.28.7, or with NCCL_WIN_ENABLE=0) is refused with a
 // [*SymmetricMemoryError] saying why. A Destroy or Abort of another
 // goroutine that closes it before the call returns makes it fail with
-// [ErrClosed]. NCCL 2.28.3 (the requirements layout changed in 2.28.7 and
-// 2.29.2; the binding declares the loaded release's).
+// [ErrClosed]. NCCL 2.28.3 (the requirements layout changed in 2.28.7,
+// 2.29.2 and 2.31.0; the binding declares the loaded release's, at most
+// 2.31.2: a newer library gets 2.30.7's, unless UseRuntimeVersion asks for
+// its own).
 func (c *Communicator) CreateDevComm(reqs *DevCommRequirements) (*DevComm, error) {
 	return c.createDevComm(context.Background(), started, reqs)
 }
@@ -249,6 +338,22 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 		}
 	}
 	d, err := createAsync(ctx, m, c, &devCommKind, takeWork, func(ptr uintptr) (*DevComm, capi.Status, bool, error) {
+		layout := layout
+		if layout.runtimeSize() {
+			n, st := capi.DevCommRuntimeSize(ptr, uint32(layout.declared))
+			if st.Code == capi.Pending {
+				return nil, st, false, nil
+			}
+			if err := statusErr(op, "ncclCommQueryProperties", st); err != nil {
+				return nil, st, false, err
+			}
+			if n == 0 || n > capi.DevCommSize {
+				return nil, st, false, fmt.Errorf("nccl: %s: NCCL %s reports an ncclDevComm_t of %d bytes "+
+					"(ncclCommProperties_t.devCommRuntimeVersionSize), which the binding's %d-byte buffer cannot hold: %w",
+					op, r, n, capi.DevCommSize, ErrUnsupported)
+			}
+			layout.DevComm = int(n)
+		}
 		store := capi.NewDevComm()
 		st := capi.DevCommCreate(ptr, raw, store)
 		if !accepted(st) {
@@ -376,7 +481,9 @@ func (d *DevComm) lock(op string) error {
 }
 
 // Size is the size in bytes of the ncclDevComm_t of the loaded release (88
-// in 2.28.3, 200 in 2.28.7-2.29.3, 224 in 2.29.7, 240 from 2.30.3).
+// in 2.28.3, 200 in 2.28.7-2.29.3, 224 in 2.29.7, 240 in 2.30.3-2.30.7;
+// from 2.31.0, and with [DevCommRequirements.UseRuntimeVersion], the size
+// NCCL reports: ncclCommProperties_t.devCommRuntimeVersionSize).
 func (d *DevComm) Size() int {
 	if d == nil {
 		return 0

@@ -3,6 +3,7 @@ package nccl
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -119,5 +120,115 @@ func TestDevCommRequirementsEncoding(t *testing.T) {
 	}
 	if _, _, err := (&DevCommRequirements{GINSignalCount: Ptr(1)}).encode("test", 22903); err != nil {
 		t.Errorf("GIN signals on 2.29.3 (NCCL checks nothing there): %v", err)
+	}
+}
+
+// The 2.31 layouts: 112 bytes declaring 2.31.0 (ginCustomStride 96, ginType
+// 100, useRuntimeVersion 104), 120 declaring 2.31.2 (cftCaps 108,
+// cftBarrierCount 112), with NCCL's initializer defaults (ginCustomStride
+// 1, NCCL_GIN_TYPE_NONE, false, NCCL_CFT_NONE, 0), and the size of the
+// ncclDevComm_t left to the library (0 in the layout). A library newer
+// than 2.31.2 gets the 2.30.7 declaration, unless UseRuntimeVersion.
+func TestDevCommRequirementsEncoding231(t *testing.T) {
+	if b, _, _ := (*DevCommRequirements)(nil).encode("test", 22803); len(b) == 0 {
+		t.Skip("the C shim lays out the requirements: needs cgo on Linux")
+	}
+	i32 := func(b []byte, off int) int32 { return int32(binary.LittleEndian.Uint32(b[off:])) }
+	for _, tc := range []struct {
+		r, declared Release
+		size        int
+	}{{23100, 23100, 112}, {23101, 23101, 112}, {23102, 23102, 120}} {
+		b, l, err := (*DevCommRequirements)(nil).encode("test", tc.r)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.r, err)
+		}
+		if len(b) != tc.size || binary.LittleEndian.Uint64(b) != uint64(tc.size) || l.declared != tc.declared ||
+			Release(i32(b, 12)) != tc.declared || l.DevComm != 0 {
+			t.Errorf("%s: %d bytes (size field %d), declared %s (field %d), devComm %d; want %d, %s, 0",
+				tc.r, len(b), binary.LittleEndian.Uint64(b), l.declared, i32(b, 12), l.DevComm, tc.size, tc.declared)
+		}
+		if i32(b, 96) != 1 || i32(b, 100) != 0 || b[104] != 0 || i32(b, 108) != 0 {
+			t.Errorf("%s: defaults ginCustomStride %d ginType %d useRuntimeVersion %d cftCaps %d", tc.r,
+				i32(b, 96), i32(b, 100), b[104], i32(b, 108))
+		}
+		if tc.size == 120 && i32(b, 112) != 0 {
+			t.Errorf("%s: cftBarrierCount %d", tc.r, i32(b, 112))
+		}
+	}
+
+	stride := GINConnectionCustomStride
+	all := &DevCommRequirements{GINConnectionType: &stride, GINCustomStride: Ptr(8), GINType: Ptr(GINEFAGDA),
+		UseRuntimeVersion: Ptr(true), CFTCaps: Ptr(CFTUnicast | CFTMultimem), CFTBarrierCount: Ptr(9)}
+	b, l, err := all.encode("test", 23102)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i32(b, 72) != 3 || i32(b, 96) != 8 || i32(b, 100) != 5 || b[104] != 1 || i32(b, 108) != 3 || i32(b, 112) != 9 || l.DevComm != 0 {
+		t.Errorf("2.31.2 fields: % x (devComm %d)", b[72:], l.DevComm)
+	}
+	// 2.31.0a16 has no CFT fields: its 112 bytes hold zero in 2.31.2's cftCaps.
+	b, _, err = (&DevCommRequirements{GINCustomStride: Ptr(4), UseRuntimeVersion: Ptr(true)}).encode("test", 23100)
+	if err != nil || len(b) != 112 || i32(b, 96) != 4 || b[104] != 1 || i32(b, 108) != 0 {
+		t.Errorf("2.31.0: % x, %v", b, err)
+	}
+
+	// A library newer than the binding's newest layout.
+	b, l, err = (*DevCommRequirements)(nil).encode("test", 23203)
+	if err != nil || len(b) != 96 || l.declared != 23007 || l.DevComm != 240 {
+		t.Errorf("2.32.3 without 2.31 fields: %d bytes, declared %s, devComm %d, %v; want 96, 2.30.7, 240", len(b), l.declared, l.DevComm, err)
+	}
+	if _, _, err := (&DevCommRequirements{UseRuntimeVersion: Ptr(false)}).encode("test", 23203); err != nil {
+		t.Errorf("2.32.3, UseRuntimeVersion false: %v", err)
+	}
+	_, _, err = (&DevCommRequirements{GINType: Ptr(GINProxy)}).encode("test", 23203)
+	var ae *ArgError
+	if !errors.As(err, &ae) || ae.Arg != "DevCommRequirements.GINType" || !strings.Contains(err.Error(), "UseRuntimeVersion") {
+		t.Errorf("2.32.3, GINType without UseRuntimeVersion: %v", err)
+	}
+	b, l, err = (&DevCommRequirements{GINType: Ptr(GINProxy), UseRuntimeVersion: Ptr(true)}).encode("test", 23203)
+	if err != nil || len(b) != 120 || l.declared != 23102 || l.DevComm != 0 || b[104] != 1 || i32(b, 100) != 2 {
+		t.Errorf("2.32.3 with UseRuntimeVersion: %d bytes, declared %s, devComm %d, %v", len(b), l.declared, l.DevComm, err)
+	}
+
+	// Fields and values newer than the release.
+	for _, tc := range []struct {
+		r       Release
+		q       *DevCommRequirements
+		feature string
+	}{
+		{23007, &DevCommRequirements{GINCustomStride: Ptr(2)}, "ncclDevCommRequirements_t.ginCustomStride"},
+		{23007, &DevCommRequirements{GINType: Ptr(GINNone)}, "ncclDevCommRequirements_t.ginType"},
+		{23007, &DevCommRequirements{UseRuntimeVersion: Ptr(false)}, "ncclDevCommRequirements_t.useRuntimeVersion"},
+		{23100, &DevCommRequirements{CFTCaps: Ptr(CFTNone)}, "ncclDevCommRequirements_t.cftCaps"},
+		{23100, &DevCommRequirements{CFTBarrierCount: Ptr(1)}, "ncclDevCommRequirements_t.cftBarrierCount"},
+		{23007, &DevCommRequirements{GINConnectionType: &stride}, "NCCL_GIN_CONNECTION_CUSTOM_STRIDE"},
+	} {
+		_, _, err := tc.q.encode("test", tc.r)
+		var ue *UnsupportedError
+		if !errors.As(err, &ue) || ue.Feature != tc.feature || ue.Loaded != tc.r {
+			t.Errorf("%s %s: %v", tc.r, tc.feature, err)
+		}
+	}
+
+	// Bad values.
+	bad := GINConnectionType(4)
+	for _, tc := range []struct {
+		q   *DevCommRequirements
+		arg string
+	}{
+		{&DevCommRequirements{GINCustomStride: Ptr(0)}, "DevCommRequirements.GINCustomStride"},
+		{&DevCommRequirements{GINCustomStride: Ptr(-3)}, "DevCommRequirements.GINCustomStride"},
+		{&DevCommRequirements{GINType: Ptr(GINType(1))}, "DevCommRequirements.GINType"},
+		{&DevCommRequirements{GINType: Ptr(GINType(6))}, "DevCommRequirements.GINType"},
+		{&DevCommRequirements{CFTCaps: Ptr(CFTCap(4))}, "DevCommRequirements.CFTCaps"},
+		{&DevCommRequirements{CFTCaps: Ptr(CFTCap(-1))}, "DevCommRequirements.CFTCaps"},
+		{&DevCommRequirements{CFTBarrierCount: Ptr(-1)}, "DevCommRequirements.CFTBarrierCount"},
+		{&DevCommRequirements{GINConnectionType: &bad}, "DevCommRequirements.GINConnectionType"},
+	} {
+		_, _, err := tc.q.encode("test", 23102)
+		var ae *ArgError
+		if !errors.As(err, &ae) || ae.Arg != tc.arg || !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%+v: %v, want an ArgError for %s", *tc.q, err, tc.arg)
+		}
 	}
 }

@@ -16,8 +16,8 @@ var (
 )
 
 // PutKernelArg writes the ncclDevComm_t NCCL wrote, in the layout of the
-// loaded release ([DevComm.Size] bytes: 88 in 2.28.3 up to 240 from
-// 2.30.3), as a kernel parameter of type ncclDevComm passed by value. A
+// loaded release ([DevComm.Size] bytes: 88 in 2.28.3 up to 240 in
+// 2.30.x, the size NCCL reports from 2.31.0), as a kernel parameter of type ncclDevComm passed by value. A
 // device communicator not yet created (inside its group) or closed is an
 // error. It implements [cuda.KernelArg].
 func (d *DevComm) PutKernelArg(dst []byte) (int, error) {

@@ -255,3 +255,120 @@ func TestFakeDevCommOneRankNoSymmetric(t *testing.T) {
 		}
 	})
 }
+
+// NCCL 2.31: the fake takes the 112-byte (2.31.0) and 120-byte (2.31.2)
+// requirements only at their exact sizes, writes its own ncclDevComm_t of
+// the size its properties report (devCommRuntimeVersionSize, 256 bytes),
+// and echoes ginCustomStride and ginType at bytes 248 and 252 of it.
+func TestFakeDevComm231(t *testing.T) {
+	stride := nccl.GINConnectionCustomStride
+	for _, tc := range []struct {
+		release, version int
+		reqs             *nccl.DevCommRequirements
+		declared         nccl.Release
+		stamped          uint32 // the devComm's version field
+		size             int
+	}{
+		{23100, 0, nil, 23100, 23100, 256},
+		{23102, 0, nil, 23102, 23102, 256},
+		{23102, 0, &nccl.DevCommRequirements{GINConnectionType: &stride, GINCustomStride: nccl.Ptr(2),
+			GINType: nccl.Ptr(nccl.GINGDAKI), CFTBarrierCount: nccl.Ptr(0)}, 23102, 23102, 256},
+		{23100, 0, &nccl.DevCommRequirements{UseRuntimeVersion: nccl.Ptr(true), GINCustomStride: nccl.Ptr(3)}, 23100, 23100, 256},
+		// A library newer than 2.31.2: 2.30.7's layout by default, its own
+		// with UseRuntimeVersion.
+		{23102, 23203, nil, 23007, 23007, 240},
+		{23102, 23203, &nccl.DevCommRequirements{UseRuntimeVersion: nccl.Ptr(true), GINCustomStride: nccl.Ptr(5)}, 23102, 23203, 256},
+	} {
+		env := faketest.Env{Release: tc.release, Version: tc.version,
+			Extra: []string{"FAKE_NCCL_GIN_TYPE=3", "FAKE_NCCL_GIN_CONNECTION=1"}}
+		faketest.Run(t, env, func(t *testing.T) {
+			c := fakeComm(t, 4, 1, nil)
+			d, err := c.CreateDevComm(tc.reqs)
+			if err != nil {
+				t.Fatalf("CreateDevComm: %v", err)
+			}
+			defer d.Close()
+			b, err := d.Bytes()
+			if err != nil || d.Size() != tc.size || len(b) != tc.size || d.Declared() != tc.declared {
+				t.Fatalf("Size %d, %d bytes, declared %s, %v; want %d, %s", d.Size(), len(b), d.Declared(), err, tc.size, tc.declared)
+			}
+			if m, v := binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]); m != 0xcafebeef || v != tc.stamped {
+				t.Errorf("header magic %#x version %d, want version %d", m, v, tc.stamped)
+			}
+			if r, n := binary.LittleEndian.Uint32(b[8:]), binary.LittleEndian.Uint32(b[12:]); r != 1 || n != 4 {
+				t.Errorf("rank %d nRanks %d", r, n)
+			}
+			if tc.size == 256 {
+				wantStride, wantType := uint32(1), uint32(0)
+				if tc.reqs != nil && tc.reqs.GINCustomStride != nil {
+					wantStride = uint32(*tc.reqs.GINCustomStride)
+				}
+				if tc.reqs != nil && tc.reqs.GINType != nil {
+					wantType = uint32(*tc.reqs.GINType)
+				}
+				if s, g := binary.LittleEndian.Uint32(b[248:]), binary.LittleEndian.Uint32(b[252:]); s != wantStride || g != wantType {
+					t.Errorf("NCCL read ginCustomStride %d ginType %d, want %d %d", s, g, wantStride, wantType)
+				}
+			}
+			if err := d.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+	}
+}
+
+// What NCCL 2.31 refuses, and what the binding refuses before NCCL sees it.
+func TestFakeDevComm231Refusals(t *testing.T) {
+	stride := nccl.GINConnectionCustomStride
+	faketest.Run(t, faketest.Env{Release: 23102, Extra: []string{"FAKE_NCCL_GIN_TYPE=3", "FAKE_NCCL_GIN_CONNECTION=2"}}, func(t *testing.T) {
+		c := fakeComm(t, 4, 0, nil) // ginMinStride: the LSA size, 4 on the fake's one node
+		_, err := c.CreateDevComm(&nccl.DevCommRequirements{GINConnectionType: &stride, GINCustomStride: nccl.Ptr(2)})
+		if !errors.Is(err, nccl.ErrInvalidArgument) || !strings.Contains(err.Error(), "ginMinStride") {
+			t.Errorf("a stride below ginMinStride: %v", err)
+		}
+		_, err = c.CreateDevComm(&nccl.DevCommRequirements{CFTCaps: nccl.Ptr(nccl.CFTUnicast)})
+		if !errors.Is(err, nccl.ErrInvalidUsage) {
+			t.Errorf("CFT on a communicator without it: %v", err)
+		}
+		_, err = c.CreateDevComm(&nccl.DevCommRequirements{GINCustomStride: nccl.Ptr(0)})
+		if !errors.Is(err, nccl.ErrInvalidArgument) || !strings.Contains(err.Error(), "GINCustomStride") {
+			t.Errorf("stride 0: %v", err)
+		}
+		if n := faketest.Calls(t, "ncclDevCommCreate"); n != 2 {
+			t.Errorf("ncclDevCommCreate called %d times, want 2 (the binding refuses stride 0 itself)", n)
+		}
+	})
+	faketest.Run(t, faketest.Env{Release: 23100}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		_, err := c.CreateDevComm(&nccl.DevCommRequirements{CFTCaps: nccl.Ptr(nccl.CFTNone)})
+		var ue *nccl.UnsupportedError
+		if !errors.As(err, &ue) || ue.Feature != "ncclDevCommRequirements_t.cftCaps" || ue.Since.String() != "2.31.2" {
+			t.Errorf("cftCaps on 2.31.0: %v", err)
+		}
+	})
+	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		_, err := c.CreateDevComm(&nccl.DevCommRequirements{GINConnectionType: &stride})
+		if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "NCCL_GIN_CONNECTION_CUSTOM_STRIDE: requires NCCL 2.31.0, loaded 2.30.7") {
+			t.Errorf("CUSTOM_STRIDE on 2.30.7: %v", err)
+		}
+	})
+}
+
+// The properties are declared at most at the newest layout the binding
+// holds (2.30.7's 56 bytes): a 2.31 library writes 144 bytes for a caller
+// declaring 2.31.0 or later, which a 56-byte struct cannot hold.
+func TestFakePropertiesDeclaredThrough(t *testing.T) {
+	for _, r := range []int{23100, 23102} {
+		faketest.Run(t, faketest.Env{Release: r, Extra: []string{"FAKE_NCCL_GIN_TYPE=3"}}, func(t *testing.T) {
+			c := fakeComm(t, 2, 0, nil)
+			p, err := c.Properties()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Declared != 23007 || p.GINType != nccl.GINGDAKI || p.NumLSATeams == nil {
+				t.Errorf("NCCL %d: declared %s, GIN type %s, NumLSATeams %v; want 2.30.7, GDAKI, set", r, p.Declared, p.GINType, p.NumLSATeams)
+			}
+		})
+	}
+}

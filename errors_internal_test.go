@@ -26,7 +26,7 @@ func TestJoinDistinct(t *testing.T) {
 }
 
 func TestGINTypeTextRoundTrip(t *testing.T) {
-	for _, g := range []GINType{GINNone, GINProxy, GINGDAKI, GINGPI, 1, 9} {
+	for _, g := range []GINType{GINNone, GINProxy, GINGDAKI, GINGPI, GINEFAGDA, 1, 9} {
 		b, _ := g.MarshalText()
 		var back GINType
 		if err := back.UnmarshalText(b); err != nil || back != g {

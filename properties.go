@@ -29,7 +29,8 @@ type Properties struct {
 	// RailedGINType is the GIN transport of rail connections. NCCL 2.29.7.
 	RailedGINType *GINType `json:"railed_gin_type"`
 	// Declared is the struct version the binding declared to NCCL:
-	// min([ABIRelease], the loaded release).
+	// the loaded release, at most 2.30.7 (the newest layout the binding
+	// holds; 2.31 keeps accepting it).
 	Declared Release `json:"declared_version"`
 }
 
@@ -43,7 +44,8 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := deviceAPIVersion(r)
+	// At most the newest version whose layout the table holds.
+	v := min(deviceAPIVersion(r), Release(versions.PropsThrough))
 	l, ok := versions.PropsLayoutFor(int(v))
 	if !ok { // a library with the function, reporting an older release
 		l = versions.PropsLayouts[0]

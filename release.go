@@ -10,7 +10,7 @@ type Release int
 const (
 	// ABIRelease is the newest NCCL release whose ABI the binding declares:
 	// versioned structs are stamped with min(ABIRelease, loaded release).
-	ABIRelease Release = 23007
+	ABIRelease Release = 23102
 	// MinRelease is the oldest NCCL release the binding loads.
 	MinRelease Release = 21901
 )

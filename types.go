@@ -113,10 +113,14 @@ const (
 	GINProxy GINType = 2 // NCCL_GIN_TYPE_PROXY
 	GINGDAKI GINType = 3 // NCCL_GIN_TYPE_GDAKI
 	GINGPI   GINType = 4 // NCCL_GIN_TYPE_GPI, NCCL 2.30.7
+	// GINEFAGDA is AWS EFA GPUDirect Async (NCCL_GIN_TYPE_EFA_GDA, needs
+	// the AWS OFI plugin). NCCL 2.31.0.
+	GINEFAGDA GINType = 5
 )
 
 var ginTypeNames = map[GINType]string{
 	GINNone: "NCCL_GIN_TYPE_NONE", GINProxy: "NCCL_GIN_TYPE_PROXY", GINGDAKI: "NCCL_GIN_TYPE_GDAKI", GINGPI: "NCCL_GIN_TYPE_GPI",
+	GINEFAGDA: "NCCL_GIN_TYPE_EFA_GDA",
 }
 
 // ginTypeShortNames are the names String wrote before it wrote the C names;
@@ -140,7 +144,7 @@ func (g GINType) MarshalText() ([]byte, error) { return []byte(g.String()), nil 
 // and "UNKNOWN(N)".
 func (g *GINType) UnmarshalText(b []byte) error {
 	for v, s := range ginTypeNames {
-		if string(b) == s || string(b) == ginTypeShortNames[v] {
+		if short, ok := ginTypeShortNames[v]; string(b) == s || ok && string(b) == short {
 			*g = v
 			return nil
 		}
@@ -153,7 +157,7 @@ func (g *GINType) UnmarshalText(b []byte) error {
 		}
 	}
 	return &ArgError{Op: "GINType.UnmarshalText", Arg: "text",
-		Reason: fmt.Sprintf("%q is not NCCL_GIN_TYPE_NONE, NCCL_GIN_TYPE_PROXY, NCCL_GIN_TYPE_GDAKI, NCCL_GIN_TYPE_GPI or ncclGinType(N)", b)}
+		Reason: fmt.Sprintf("%q is not NCCL_GIN_TYPE_NONE, NCCL_GIN_TYPE_PROXY, NCCL_GIN_TYPE_GDAKI, NCCL_GIN_TYPE_GPI, NCCL_GIN_TYPE_EFA_GDA or ncclGinType(N)", b)}
 }
 
 // GINConnectionType is how a device communicator connects over GIN
@@ -165,6 +169,10 @@ const (
 	GINConnectionNone GINConnectionType = 0 // NCCL_GIN_CONNECTION_NONE
 	GINConnectionFull GINConnectionType = 1 // NCCL_GIN_CONNECTION_FULL
 	GINConnectionRail GINConnectionType = 2 // NCCL_GIN_CONNECTION_RAIL
+	// GINConnectionCustomStride connects each rank to the ranks
+	// [DevCommRequirements.GINCustomStride] apart
+	// (NCCL_GIN_CONNECTION_CUSTOM_STRIDE). NCCL 2.31.0.
+	GINConnectionCustomStride GINConnectionType = 3
 )
 
 // String is the C name, e.g. "NCCL_GIN_CONNECTION_FULL"; other values print
@@ -177,9 +185,24 @@ func (g GINConnectionType) String() string {
 		return "NCCL_GIN_CONNECTION_FULL"
 	case GINConnectionRail:
 		return "NCCL_GIN_CONNECTION_RAIL"
+	case GINConnectionCustomStride:
+		return "NCCL_GIN_CONNECTION_CUSTOM_STRIDE"
 	}
 	return fmt.Sprintf("ncclGinConnectionType(%d)", int32(g))
 }
+
+// CFTCap is a set of CUDA fabric (CFT) capabilities a device communicator
+// asks for ([DevCommRequirements.CFTCaps]; ncclCftCap_t, NCCL 2.31.2).
+// CFT needs Blackwell GPUs with CUDA 13.3 on every rank: where a rank
+// lacks it, ncclDevCommCreate fails.
+type CFTCap int32
+
+// CFT capabilities (NVIDIA's 2.31.2 nccl_device/core.h).
+const (
+	CFTNone     CFTCap = 0x0 // NCCL_CFT_NONE: no CFT (the default)
+	CFTUnicast  CFTCap = 0x1 // NCCL_CFT: unicast CFT logical endpoints
+	CFTMultimem CFTCap = 0x2 // NCCL_CFT_MULTIMEM: multicast CFT logical endpoints and multimem CFT barriers
+)
 
 // CTAPolicy is a set of NCCL_CTA_POLICY_* flags ([Config.CTAPolicy], NCCL 2.27.3).
 type CTAPolicy int32

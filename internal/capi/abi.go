@@ -90,6 +90,15 @@ func CommQueryProperties(comm uintptr, version uint32, family int) (Props, Statu
 	}, st
 }
 
+// DevCommRuntimeSize asks ncclCommQueryProperties, declaring version (2.31.0
+// or later) in the 144-byte layout, for devCommRuntimeVersionSize: the size
+// of the ncclDevComm_t in the loaded library's own layout.
+func DevCommRuntimeSize(comm uintptr, version uint32) (uint64, Status) {
+	raw := C.capi_props_v23100{size: C.sizeof_capi_props_v23100, magic: APIMagic, version: C.uint(version)}
+	st := QueryProperties(comm, unsafe.Pointer(&raw))
+	return uint64(raw.devCommRuntimeVersionSize), st
+}
+
 func b2u(b bool) C.uint8_t {
 	if b {
 		return 1
@@ -98,7 +107,7 @@ func b2u(b bool) C.uint8_t {
 }
 
 // EncodeDevCommReqs lays r out in the given family. For the versioned family
-// it declares version and returns size bytes (72, 88 or 96).
+// it declares version and returns size bytes (72, 88, 96, 112 or 120).
 func EncodeDevCommReqs(r DevCommReqs, family int, version uint32, size int) []byte {
 	switch family {
 	case ReqsV22803:
@@ -114,7 +123,7 @@ func EncodeDevCommReqs(r DevCommReqs, family int, version uint32, size int) []by
 		}
 		return C.GoBytes(unsafe.Pointer(&raw), C.sizeof_capi_devcomm_reqs_v22807)
 	}
-	raw := C.capi_devcomm_reqs_v23007{
+	raw := C.capi_devcomm_reqs_v23102{
 		size: C.size_t(size), magic: APIMagic, version: C.uint(version),
 		lsaMultimem: b2u(r.LsaMultimem), barrierCount: C.int(r.BarrierCount),
 		lsaBarrierCount: C.int(r.LsaBarrierCount), railGinBarrierCount: C.int(r.RailGinBarrierCount),
@@ -125,9 +134,12 @@ func EncodeDevCommReqs(r DevCommReqs, family int, version uint32, size int) []by
 		ginQueueDepth: C.int(r.GinQueueDepth), ginTrafficClass: C.int(r.GinTrafficClass),
 		worldGinBarrierCount:     C.int(r.WorldGinBarrierCount),
 		ginStrongSignalsRequired: b2u(r.GinStrongSignalsRequired), ginVaSignalsRequired: b2u(r.GinVaSignalsRequired),
+		ginCustomStride: C.int(r.GinCustomStride), ginType: C.int(r.GinType),
+		useRuntimeVersion: b2u(r.UseRuntimeVersion), cftCaps: C.int(r.CftCaps),
+		cftBarrierCount: C.int(r.CftBarrierCount),
 	}
-	if size > C.sizeof_capi_devcomm_reqs_v23007 {
-		size = C.sizeof_capi_devcomm_reqs_v23007
+	if size > C.sizeof_capi_devcomm_reqs_v23102 {
+		size = C.sizeof_capi_devcomm_reqs_v23102
 	}
 	return C.GoBytes(unsafe.Pointer(&raw), C.int(size))
 }
@@ -137,11 +149,12 @@ func Layouts() map[string]Layout {
 	var cfg C.capi_config_v23007
 	var p1 C.capi_props_v22902
 	var p2 C.capi_props_v22907
+	var p3 C.capi_props_v23100
 	var sim C.capi_sim_info
 	var wsd C.capi_wait_signal_desc
 	var r1 C.capi_devcomm_reqs_v22803
 	var r2 C.capi_devcomm_reqs_v22807
-	var r3 C.capi_devcomm_reqs_v23007
+	var r3 C.capi_devcomm_reqs_v23102
 	var uid C.capi_unique_id
 	var dc C.capi_devcomm
 	return map[string]Layout{
@@ -174,6 +187,16 @@ func Layouts() map[string]Layout {
 			"nLsaTeams": unsafe.Offsetof(p2.nLsaTeams), "hostRmaSupport": unsafe.Offsetof(p2.hostRmaSupport),
 			"railedGinType": unsafe.Offsetof(p2.railedGinType),
 		}},
+		"ncclCommProperties_t/v23100": {unsafe.Sizeof(p3), map[string]uintptr{
+			"size": unsafe.Offsetof(p3.size), "magic": unsafe.Offsetof(p3.magic), "version": unsafe.Offsetof(p3.version),
+			"rank": unsafe.Offsetof(p3.rank), "nRanks": unsafe.Offsetof(p3.nRanks), "cudaDev": unsafe.Offsetof(p3.cudaDev),
+			"nvmlDev": unsafe.Offsetof(p3.nvmlDev), "deviceApiSupport": unsafe.Offsetof(p3.deviceApiSupport),
+			"multimemSupport": unsafe.Offsetof(p3.multimemSupport), "ginType": unsafe.Offsetof(p3.ginType),
+			"nLsaTeams": unsafe.Offsetof(p3.nLsaTeams), "hostRmaSupport": unsafe.Offsetof(p3.hostRmaSupport),
+			"railedGinType": unsafe.Offsetof(p3.railedGinType), "commHash": unsafe.Offsetof(p3.commHash),
+			"ginMinStride": unsafe.Offsetof(p3.ginMinStride), "ginConnectionType": unsafe.Offsetof(p3.ginConnectionType),
+			"ginSupport": unsafe.Offsetof(p3.ginSupport), "devCommRuntimeVersionSize": unsafe.Offsetof(p3.devCommRuntimeVersionSize),
+		}},
 		"ncclSimInfo_t": {unsafe.Sizeof(sim), map[string]uintptr{
 			"size": unsafe.Offsetof(sim.size), "magic": unsafe.Offsetof(sim.magic), "version": unsafe.Offsetof(sim.version),
 			"estimatedTime": unsafe.Offsetof(sim.estimatedTime),
@@ -196,7 +219,7 @@ func Layouts() map[string]Layout {
 			"ginForceEnable": unsafe.Offsetof(r2.ginForceEnable), "ginContextCount": unsafe.Offsetof(r2.ginContextCount),
 			"ginSignalCount": unsafe.Offsetof(r2.ginSignalCount), "ginCounterCount": unsafe.Offsetof(r2.ginCounterCount),
 		}},
-		"ncclDevCommRequirements_t/v23007": {unsafe.Sizeof(r3), map[string]uintptr{
+		"ncclDevCommRequirements_t/v23102": {unsafe.Sizeof(r3), map[string]uintptr{
 			"size": unsafe.Offsetof(r3.size), "magic": unsafe.Offsetof(r3.magic), "version": unsafe.Offsetof(r3.version),
 			"resourceRequirementsList": unsafe.Offsetof(r3.resourceRequirementsList),
 			"teamRequirementsList":     unsafe.Offsetof(r3.teamRequirementsList),
@@ -210,6 +233,9 @@ func Layouts() map[string]Layout {
 			"worldGinBarrierCount":     unsafe.Offsetof(r3.worldGinBarrierCount),
 			"ginStrongSignalsRequired": unsafe.Offsetof(r3.ginStrongSignalsRequired),
 			"ginVaSignalsRequired":     unsafe.Offsetof(r3.ginVaSignalsRequired),
+			"ginCustomStride":          unsafe.Offsetof(r3.ginCustomStride), "ginType": unsafe.Offsetof(r3.ginType),
+			"useRuntimeVersion": unsafe.Offsetof(r3.useRuntimeVersion), "cftCaps": unsafe.Offsetof(r3.cftCaps),
+			"cftBarrierCount": unsafe.Offsetof(r3.cftBarrierCount),
 		}},
 	}
 }

@@ -53,20 +53,31 @@ var wantLayouts = map[string]layoutWant{
 	"ncclDevCommRequirements_t/v22803": {24, map[string]uintptr{
 		"resourceRequirementsList": 0, "teamRequirementsList": 8, "lsaMultimem": 16, "lsaBarrierCount": 20,
 	}},
+	// 2.31.0a16 and 2.31.2 (STyGIANet/nccl core.h; nccl4py's bindings of
+	// 2.31.2): the 2.29.7 fields, then commHash 56 ... 144 bytes.
+	"ncclCommProperties_t/v23100": {144, map[string]uintptr{
+		"size": 0, "magic": 8, "version": 12, "rank": 16, "nRanks": 20, "cudaDev": 24, "nvmlDev": 28,
+		"deviceApiSupport": 32, "multimemSupport": 33, "ginType": 36, "nLsaTeams": 40, "hostRmaSupport": 44,
+		"railedGinType": 48, "commHash": 56, "ginMinStride": 64, "ginConnectionType": 68, "ginSupport": 72,
+		"devCommRuntimeVersionSize": 136,
+	}},
 	// §3.6: 2.28.7-2.28.9, no header.
 	"ncclDevCommRequirements_t/v22807": {56, map[string]uintptr{
 		"resourceRequirementsList": 0, "teamRequirementsList": 8, "lsaMultimem": 16, "barrierCount": 20,
 		"lsaBarrierCount": 24, "railGinBarrierCount": 28, "lsaLLA2ABlockCount": 32, "lsaLLA2ASlotCount": 36,
 		"ginForceEnable": 40, "ginContextCount": 44, "ginSignalCount": 48, "ginCounterCount": 52,
 	}},
-	// §3.6: 2.29.2 onwards, every field up to 2.30.7.
-	"ncclDevCommRequirements_t/v23007": {96, map[string]uintptr{
+	// §3.6: 2.29.2 onwards, every field up to 2.30.7; then 2.31.0
+	// (STyGIANet/nccl 2.31.0a16 core.h) and 2.31.2 (nccl4py's bindings of
+	// 2.31.2, NVIDIA's 2.31.2 nccl_device/core.h): 120 bytes.
+	"ncclDevCommRequirements_t/v23102": {120, map[string]uintptr{
 		"size": 0, "magic": 8, "version": 12, "resourceRequirementsList": 16, "teamRequirementsList": 24,
 		"lsaMultimem": 32, "barrierCount": 36, "lsaBarrierCount": 40, "railGinBarrierCount": 44,
 		"lsaLLA2ABlockCount": 48, "lsaLLA2ASlotCount": 52, "ginForceEnable": 56, "ginContextCount": 60,
 		"ginSignalCount": 64, "ginCounterCount": 68, "ginConnectionType": 72, "ginExclusiveContexts": 76,
 		"ginQueueDepth": 80, "ginTrafficClass": 84, "worldGinBarrierCount": 88, "ginStrongSignalsRequired": 92,
-		"ginVaSignalsRequired": 93,
+		"ginVaSignalsRequired": 93, "ginCustomStride": 96, "ginType": 100, "useRuntimeVersion": 104,
+		"cftCaps": 108, "cftBarrierCount": 112,
 	}},
 }
 
@@ -102,16 +113,17 @@ func TestLayouts(t *testing.T) {
 }
 
 // A caller declaring an older device-API version passes a prefix of the
-// v23007 requirements: 72 bytes for 2.29.2-2.29.3, 88 for 2.29.7, 96 for
-// 2.30.3 on (§3.6, §4.4). Each prefix holds the fields of its release and
+// v23102 requirements: 72 bytes for 2.29.2-2.29.3, 88 for 2.29.7, 96 for
+// 2.30.3-2.30.7 (§3.6, §4.4), 112 for 2.31.0 (its useRuntimeVersion, then
+// padding where 2.31.2 put cftCaps), 120 for 2.31.2. Each prefix holds the fields of its release and
 // the next release's fields start after it, except ginTrafficClass (2.30.3),
 // which 2.30.3 put at 84, in the tail padding of 2.29.7's 88 bytes.
 func TestRequirementPrefixes(t *testing.T) {
-	l := capi.Layouts()["ncclDevCommRequirements_t/v23007"]
+	l := capi.Layouts()["ncclDevCommRequirements_t/v23102"]
 	fieldSize := map[string]uintptr{
 		"size": 8, "resourceRequirementsList": 8, "teamRequirementsList": 8,
 		"lsaMultimem": 1, "ginForceEnable": 1, "ginExclusiveContexts": 1,
-		"ginStrongSignalsRequired": 1, "ginVaSignalsRequired": 1,
+		"ginStrongSignalsRequired": 1, "ginVaSignalsRequired": 1, "useRuntimeVersion": 1,
 	}
 	sizeOf := func(f string) uintptr {
 		if s, ok := fieldSize[f]; ok {
@@ -127,7 +139,9 @@ func TestRequirementPrefixes(t *testing.T) {
 	}{
 		{72, "ginCounterCount", "ginConnectionType", 15},
 		{88, "ginQueueDepth", "worldGinBarrierCount", 19}, // with ginTrafficClass in the padding
-		{96, "ginVaSignalsRequired", "", 22},
+		{96, "ginVaSignalsRequired", "ginCustomStride", 22},
+		{112, "useRuntimeVersion", "cftBarrierCount", 26}, // with 2.31.2's cftCaps in the padding
+		{120, "cftBarrierCount", "", 27},
 	}
 	for _, p := range prefixes {
 		if end := l.Offsets[p.last] + sizeOf(p.last); end > p.size {
@@ -147,7 +161,7 @@ func TestRequirementPrefixes(t *testing.T) {
 		}
 	}
 	// The sizes EncodeDevCommReqs produces are those prefixes.
-	for _, size := range []int{72, 88, 96} {
+	for _, size := range []int{72, 88, 96, 112, 120} {
 		b := capi.EncodeDevCommReqs(capi.DevCommReqs{GinVaSignalsRequired: true}, capi.ReqsVersioned, 22902, size)
 		if len(b) != size {
 			t.Errorf("EncodeDevCommReqs(size %d) gave %d bytes", size, len(b))
@@ -168,25 +182,27 @@ func TestEncodeDevCommReqs(t *testing.T) {
 		LsaLLA2ASlotCount: 6, GinForceEnable: true, GinContextCount: 7, GinSignalCount: 8, GinCounterCount: 9,
 		GinConnectionType: 1, GinExclusiveContexts: true, GinQueueDepth: 10, GinTrafficClass: 11,
 		WorldGinBarrierCount: 12, GinStrongSignalsRequired: true, GinVaSignalsRequired: true,
+		GinCustomStride: 13, GinType: 5, UseRuntimeVersion: true, CftCaps: 3, CftBarrierCount: 14,
 	}
 	i32 := func(b []byte, off int) int32 {
 		return int32(uint32(b[off]) | uint32(b[off+1])<<8 | uint32(b[off+2])<<16 | uint32(b[off+3])<<24)
 	}
-	b := capi.EncodeDevCommReqs(r, capi.ReqsVersioned, 23007, 96)
-	if got := uint64(i32(b, 0)); got != 96 {
+	b := capi.EncodeDevCommReqs(r, capi.ReqsVersioned, 23102, 120)
+	if got := uint64(i32(b, 0)); got != 120 {
 		t.Errorf("size field %d", got)
 	}
-	if uint32(i32(b, 8)) != capi.APIMagic || i32(b, 12) != 23007 {
+	if uint32(i32(b, 8)) != capi.APIMagic || i32(b, 12) != 23102 {
 		t.Errorf("header magic %#x version %d", uint32(i32(b, 8)), i32(b, 12))
 	}
-	for off, want := range map[int]int32{36: 2, 40: 3, 44: 4, 48: 5, 52: 6, 60: 7, 64: 8, 68: 9, 72: 1, 80: 10, 84: 11, 88: 12} {
+	for off, want := range map[int]int32{36: 2, 40: 3, 44: 4, 48: 5, 52: 6, 60: 7, 64: 8, 68: 9, 72: 1, 80: 10, 84: 11, 88: 12,
+		96: 13, 100: 5, 108: 3, 112: 14} {
 		if got := i32(b, off); got != want {
-			t.Errorf("v23007 offset %d = %d, want %d", off, got, want)
+			t.Errorf("v23102 offset %d = %d, want %d", off, got, want)
 		}
 	}
-	for _, off := range []int{32, 56, 76, 92, 93} {
+	for _, off := range []int{32, 56, 76, 92, 93, 104} {
 		if b[off] != 1 {
-			t.Errorf("v23007 bool at %d = %d, want 1", off, b[off])
+			t.Errorf("v23102 bool at %d = %d, want 1", off, b[off])
 		}
 	}
 	b = capi.EncodeDevCommReqs(r, capi.ReqsV22803, 0, 0)

@@ -98,6 +98,32 @@ typedef struct {
 	int railedGinType;      // 2.29.7
 } capi_props_v22907;
 
+// ncclCommProperties_t as of NCCL 2.31.0a16 and 2.31.2: 144 bytes, for a
+// caller declaring 2.31.0 or later (STyGIANet/nccl 2.31.0a16
+// nccl_device/core.h; nccl4py's bindings of 2.31.2 list the same fields).
+// devcomm.go reads devCommRuntimeVersionSize from it: the size of the
+// ncclDevComm_t of the library's own layout.
+typedef struct {
+	size_t size;
+	unsigned int magic;
+	unsigned int version;
+	int rank;
+	int nRanks;
+	int cudaDev;
+	int nvmlDev;
+	uint8_t deviceApiSupport;
+	uint8_t multimemSupport;
+	int ginType;
+	int nLsaTeams;
+	uint8_t hostRmaSupport;
+	int railedGinType;
+	uint64_t commHash;                 // 2.31.0
+	int ginMinStride;                  // 2.31.0
+	int ginConnectionType;             // 2.31.0
+	uint8_t ginSupport[64];            // 2.31.0, indexed by ncclGinType_t
+	size_t devCommRuntimeVersionSize;  // 2.31.0
+} capi_props_v23100;
+
 // ncclSimInfo_t, 2.22.3 through 2.30.7: 24 bytes.
 typedef struct {
 	size_t size;
@@ -142,9 +168,13 @@ typedef struct {
 } capi_devcomm_reqs_v22807;
 
 // NCCL 2.29.2 and later: a versioned header, then the fields of each release
-// appended. capi_devcomm_reqs_v23007 holds them all; a caller declaring an
+// appended. capi_devcomm_reqs_v23102 holds them all; a caller declaring an
 // older version passes the size of that version's prefix (see devcomm.go).
-// Sizes: 72 (2.29.2-2.29.3), 88 (2.29.7), 96 (2.30.3 onwards).
+// Sizes: 72 (2.29.2-2.29.3), 88 (2.29.7), 96 (2.30.3-2.30.7), 112 (2.31.0,
+// as STyGIANet/nccl's 2.31.0a16 core.h has it: useRuntimeVersion then 3
+// bytes of padding), 120 (2.31.2: nccl4py's bindings generated from its
+// headers, and NVIDIA's 2.31.2 nccl_device/core.h). 2.32.3's layout is not
+// established: the binding declares at most 2.31.2.
 typedef struct {
 	size_t size;
 	unsigned int magic;
@@ -168,7 +198,12 @@ typedef struct {
 	int worldGinBarrierCount;        // 2.30.3
 	uint8_t ginStrongSignalsRequired; // 2.30.7
 	uint8_t ginVaSignalsRequired;     // 2.30.7
-} capi_devcomm_reqs_v23007;
+	int ginCustomStride;             // 2.31.0 (NCCL_GIN_CONNECTION_CUSTOM_STRIDE's stride; default 1)
+	int ginType;                     // 2.31.0 (ncclGinType_t: the backend; NONE, the default, takes any)
+	uint8_t useRuntimeVersion;       // 2.31.0 (write the devComm in the library's own layout)
+	int cftCaps;                     // 2.31.2 (ncclCftCap_t bits; NCCL_CFT_NONE = 0, the default)
+	int cftBarrierCount;             // 2.31.2
+} capi_devcomm_reqs_v23102;
 
 // ncclDevComm_t: opaque, written by NCCL. 256 bytes, 8-aligned, cover every
 // release read (88 in 2.28.3 up to 240 in 2.30.x).

@@ -101,7 +101,7 @@ type Props struct {
 	RailedGINType                     int32
 }
 
-// DevCommReqs holds every field of ncclDevCommRequirements_t up to 2.30.7.
+// DevCommReqs holds every field of ncclDevCommRequirements_t up to 2.31.2.
 type DevCommReqs struct {
 	LsaMultimem              bool
 	BarrierCount             int32
@@ -120,6 +120,11 @@ type DevCommReqs struct {
 	WorldGinBarrierCount     int32
 	GinStrongSignalsRequired bool
 	GinVaSignalsRequired     bool
+	GinCustomStride          int32 // 2.31.0
+	GinType                  int32 // 2.31.0
+	UseRuntimeVersion        bool  // 2.31.0
+	CftCaps                  int32 // 2.31.2
+	CftBarrierCount          int32 // 2.31.2
 }
 
 // ncclCommProperties_t layout families.

@@ -646,8 +646,15 @@ func CommQueryProperties(comm uintptr, version uint32, family int) (Props, Statu
 	return *new(Props), Status{Code: NotLoaded, Detail: noCgo}
 }
 
+// DevCommRuntimeSize asks ncclCommQueryProperties, declaring version (2.31.0
+// or later) in the 144-byte layout, for devCommRuntimeVersionSize: the size
+// of the ncclDevComm_t in the loaded library's own layout.
+func DevCommRuntimeSize(comm uintptr, version uint32) (uint64, Status) {
+	return *new(uint64), Status{Code: NotLoaded, Detail: noCgo}
+}
+
 // EncodeDevCommReqs lays r out in the given family. For the versioned family
-// it declares version and returns size bytes (72, 88 or 96).
+// it declares version and returns size bytes (72, 88, 96, 112 or 120).
 func EncodeDevCommReqs(r DevCommReqs, family int, version uint32, size int) []byte {
 	return *new([]byte)
 }

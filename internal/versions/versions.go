@@ -69,6 +69,11 @@ const (
 	ReqsWorldGINBarrierCount
 	ReqsGINStrongSignalsRequired
 	ReqsGINVASignalsRequired
+	ReqsGINCustomStride
+	ReqsGINType
+	ReqsUseRuntimeVersion
+	ReqsCFTCaps
+	ReqsCFTBarrierCount
 
 	// ncclCommProperties_t fields newer than ncclCommQueryProperties.
 	PropsNumLSATeams
@@ -76,11 +81,12 @@ const (
 	PropsRailedGINType
 
 	// Flag values and data types.
-	CTAPolicyZero        // NCCL_CTA_POLICY_ZERO
-	CTAPolicyCombined    // both CTA policy flags at once
-	WindowStrictOrdering // NCCL_WIN_STRICT_ORDERING
-	Float8E4M3           // ncclFloat8e4m3
-	Float8E5M2           // ncclFloat8e5m2
+	CTAPolicyZero             // NCCL_CTA_POLICY_ZERO
+	CTAPolicyCombined         // both CTA policy flags at once
+	WindowStrictOrdering      // NCCL_WIN_STRICT_ORDERING
+	Float8E4M3                // ncclFloat8e4m3
+	Float8E5M2                // ncclFloat8e5m2
+	GINConnectionCustomStride // NCCL_GIN_CONNECTION_CUSTOM_STRIDE
 
 	// Behaviours of the library.
 	MaxChannels64              // MAXCHANNELS is 64 (32 before)
@@ -134,16 +140,26 @@ var Table = [NumFeatures]Row{
 	ReqsWorldGINBarrierCount:     {"ncclDevCommRequirements_t.worldGinBarrierCount", 23003, "WorldGINBarrierCount"},
 	ReqsGINStrongSignalsRequired: {"ncclDevCommRequirements_t.ginStrongSignalsRequired", 23007, "GINStrongSignalsRequired"},
 	ReqsGINVASignalsRequired:     {"ncclDevCommRequirements_t.ginVaSignalsRequired", 23007, "GINVASignalsRequired"},
+	// 2.31: STyGIANet/nccl 2.31.0a16 (NCCL's own "NCCL 2.31.0a16-1"
+	// commit) src/include/nccl_device/core.h and nccl4py's bindings of
+	// 2.31.2; the CFT fields only in 2.31.2 (nccl4py's bindings, NVIDIA's
+	// 2.31.2 core.h and device API documentation). the reference notes on 2.31 (nccl-abi.md's sequel).
+	ReqsGINCustomStride:   {"ncclDevCommRequirements_t.ginCustomStride", 23100, "GINCustomStride"},
+	ReqsGINType:           {"ncclDevCommRequirements_t.ginType", 23100, "GINType"},
+	ReqsUseRuntimeVersion: {"ncclDevCommRequirements_t.useRuntimeVersion", 23100, "UseRuntimeVersion"},
+	ReqsCFTCaps:           {"ncclDevCommRequirements_t.cftCaps", 23102, "CFTCaps"},
+	ReqsCFTBarrierCount:   {"ncclDevCommRequirements_t.cftBarrierCount", 23102, "CFTBarrierCount"},
 
 	PropsNumLSATeams:    {"ncclCommProperties_t.nLsaTeams", 22907, "NumLSATeams"},
 	PropsHostRMASupport: {"ncclCommProperties_t.hostRmaSupport", 22907, "HostRMASupport"},
 	PropsRailedGINType:  {"ncclCommProperties_t.railedGinType", 22907, "RailedGINType"},
 
-	CTAPolicyZero:        {Name: "NCCL_CTA_POLICY_ZERO", Since: 22803},
-	CTAPolicyCombined:    {Name: "combined CTA policies", Since: 22902},
-	WindowStrictOrdering: {Name: "NCCL_WIN_STRICT_ORDERING", Since: 22907},
-	Float8E4M3:           {Name: "ncclFloat8e4m3", Since: 22403},
-	Float8E5M2:           {Name: "ncclFloat8e5m2", Since: 22403},
+	CTAPolicyZero:             {Name: "NCCL_CTA_POLICY_ZERO", Since: 22803},
+	CTAPolicyCombined:         {Name: "combined CTA policies", Since: 22902},
+	WindowStrictOrdering:      {Name: "NCCL_WIN_STRICT_ORDERING", Since: 22907},
+	Float8E4M3:                {Name: "ncclFloat8e4m3", Since: 22403},
+	Float8E5M2:                {Name: "ncclFloat8e5m2", Since: 22403},
+	GINConnectionCustomStride: {Name: "NCCL_GIN_CONNECTION_CUSTOM_STRIDE", Since: 23100},
 
 	MaxChannels64:              {Name: "64 channels (MAXCHANNELS)", Since: 22501},
 	WindowAlignment:            {Name: "NCCL_WIN_REQUIRED_ALIGNMENT", Since: 22803},
@@ -204,6 +220,14 @@ var DevCommLayouts = [...]DevCommLayout{
 	{From: 22902, Family: capi.ReqsVersioned, ReqsSize: 72, DevComm: 200},
 	{From: 22905, Family: capi.ReqsVersioned, ReqsSize: 88, DevComm: 224},
 	{From: 23000, Family: capi.ReqsVersioned, ReqsSize: 96, DevComm: 240},
+	// 2.31: the requirements are established (2.31.0a16: ginCustomStride,
+	// ginType, useRuntimeVersion, 112 bytes; 2.31.2 adds cftCaps and
+	// cftBarrierCount, 120 bytes), the ncclDevComm_t size is not: 0 says
+	// the library reports it (ncclCommProperties_t.devCommRuntimeVersionSize,
+	// the size of its own layout, which a caller declaring the library's
+	// own release gets).
+	{From: 23100, Family: capi.ReqsVersioned, ReqsSize: 112, DevComm: 0},
+	{From: 23102, Family: capi.ReqsVersioned, ReqsSize: 120, DevComm: 0},
 }
 
 // DevCommLayoutFor is the layout of release (or declared version) r; ok is
@@ -225,6 +249,22 @@ var PropsLayouts = [...]PropsLayout{
 	{From: 22902, Family: capi.PropsV22902, Size: 40},
 	{From: 22907, Family: capi.PropsV22907, Size: 56},
 }
+
+// DevCommCompat is the declared version whose ncclDevComm_t the binding
+// asks for where the table cannot know the size of a 2.31 one: a library
+// newer than the newest layout (2.31.2), unless the caller asks for the
+// library's own layout (useRuntimeVersion). 2.31.0a16 keeps a [2.30.0,
+// 2.30.7] compat entry with the 240-byte 2.30 ncclDevComm_t
+// (src/devcomm/devcomm_v23000.cc).
+const DevCommCompat = 23007
+
+// PropsThrough is the newest version the binding declares in
+// ncclCommProperties_t: the last row of [PropsLayouts] is the layout of the
+// declared versions from its From through PropsThrough. A 2.31 library
+// writes 144 bytes for a caller declaring 2.31.0 or later, a layout this
+// table does not hold yet, so the binding declares at most 2.30.7 there
+// (2.31.0a16's dev_runtime.cc keeps a [2.30.0, 2.30.7] compat entry).
+const PropsThrough = 23007
 
 // PropsLayoutFor is the layout of declared version v; ok is false before
 // the first (no ncclCommQueryProperties).

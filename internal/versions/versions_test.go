@@ -22,7 +22,7 @@ func TestRows(t *testing.T) {
 
 func TestLayoutFor(t *testing.T) {
 	for _, tc := range []struct{ r, from int }{{22802, 0}, {22803, 22803}, {22806, 22803}, {22807, 22807},
-		{22904, 22902}, {22905, 22905}, {22999, 22905}, {23000, 23000}, {23105, 23000}} {
+		{22904, 22902}, {22905, 22905}, {22999, 22905}, {23000, 23000}, {23099, 23000}, {23100, 23100}, {23101, 23100}, {23102, 23102}, {23203, 23102}} {
 		l, ok := DevCommLayoutFor(tc.r)
 		if ok != (tc.from != 0) || l.From != tc.from {
 			t.Errorf("DevCommLayoutFor(%d) = %+v, %v; want from %d", tc.r, l, ok, tc.from)

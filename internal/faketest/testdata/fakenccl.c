@@ -2656,13 +2656,14 @@ struct reqs {
 	int lsaMultimem, barrierCount, lsaBarrierCount, railGinBarrierCount, lsaLLA2ABlockCount, lsaLLA2ASlotCount;
 	int ginForceEnable, ginContextCount, ginSignalCount, ginCounterCount, ginConnectionType, ginExclusiveContexts;
 	int ginQueueDepth, ginTrafficClass, worldGinBarrierCount, ginStrongSignalsRequired, ginVaSignalsRequired;
+	int ginCustomStride, ginType, useRuntimeVersion, cftCaps, cftBarrierCount; // 2.31
 };
 
 // read_versioned reads the 2.29.2+ layout: the header, then fields at fixed
 // offsets, as far as n bytes go (the library's defaults beyond).
 static void read_versioned(const unsigned char *p, size_t n, struct reqs *q) {
 	*q = (struct reqs){.ginContextCount = 4, .ginTrafficClass = UNDEF, .ginStrongSignalsRequired = 1,
-			   .ginVaSignalsRequired = 1};
+			   .ginVaSignalsRequired = 1, .ginCustomStride = 1};
 #define I32(field, off) if (n >= (off) + 4) q->field = get_i32(p, off)
 #define U8(field, off) if (n >= (off) + 1) q->field = get_u8(p, off)
 	U8(lsaMultimem, 32);
@@ -2682,12 +2683,21 @@ static void read_versioned(const unsigned char *p, size_t n, struct reqs *q) {
 	I32(worldGinBarrierCount, 88);
 	U8(ginStrongSignalsRequired, 92);
 	U8(ginVaSignalsRequired, 93);
+	// 2.31.0a16 (STyGIANet/nccl core.h), 2.31.2 (nccl4py's bindings, NVIDIA's
+	// 2.31.2 core.h: cftCaps and cftBarrierCount).
+	I32(ginCustomStride, 96);
+	I32(ginType, 100);
+	U8(useRuntimeVersion, 104);
+	I32(cftCaps, 108);
+	I32(cftBarrierCount, 112);
 #undef I32
 #undef U8
 }
 
 // The size of the requirements layout of a declared version.
 static size_t reqs_size(unsigned int declared) {
+	if (declared >= 23102) return 120;
+	if (declared >= 23100) return 112;
 	if (declared >= 23003) return 96;
 	if (declared >= 22907) return 88;
 	return 72;
@@ -2764,9 +2774,10 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 		if (v < 23000) { // struct assignment: the library's own size, whatever size says
 			read_versioned(p, entry == COMPAT_22902 ? 72 : (v < 22907 ? 72 : 88), &q);
 		} else {
-			if (size > 96) {
-				return group_error_check(fail(ncclInvalidArgument, fn, "size %zu exceeds the library's 96 bytes "
-							       "(real NCCL overflows its heap buffer)", size));
+			size_t own = reqs_size((unsigned int)v);
+			if (size > own) {
+				return group_error_check(fail(ncclInvalidArgument, fn, "size %zu exceeds the library's %zu bytes "
+							       "(real NCCL overflows its heap buffer)", size, own));
 			}
 			if (size != reqs_size(declared)) {
 				return group_error_check(fail(ncclInvalidArgument, fn, "size %zu is not the %zu bytes of version "
@@ -2801,6 +2812,21 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 		return group_error_check(fail(ncclInvalidArgument, fn, "GIN resources requested but GIN is not enabled "
 					       "(ginConnectionType NONE and ginForceEnable false)"));
 	}
+	if (entry == COMPAT_23100) {
+		// NVIDIA's device API documentation: ginMinStride is "the minimum
+		// value allowed for ginCustomStride"; CFT requested where not all
+		// ranks support it fails (the fake has no CFT; the code is not
+		// established).
+		int minStride = knob.gin_conn == 1 ? 1 : lsa_size(c);
+		if (q.ginConnectionType == 3 && q.ginCustomStride < minStride) {
+			return group_error_check(fail(ncclInvalidArgument, fn, "ginCustomStride %d is below ginMinStride %d",
+						       q.ginCustomStride, minStride));
+		}
+		if (q.cftCaps != 0) {
+			return group_error_check(fail(ncclInvalidUsage, fn, "CFT requested (cftCaps %#x) but not all ranks "
+						       "support CFT", q.cftCaps));
+		}
+	}
 	if (gin_enabled && knob.gin_type == 0) {
 		return group_error_check(fail(ncclInvalidUsage, fn, "GIN requested but the communicator has no GIN "
 					       "(FAKE_NCCL_GIN_TYPE=0)"));
@@ -2814,6 +2840,16 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 		n = 200;
 	} else if (v < 23000 || entry == COMPAT_22907) {
 		n = 224;
+	} else if (entry == COMPAT_23100) {
+		// 2.31: the declared release's layout; the fake has one, of the
+		// size its properties report (devCommRuntimeVersionSize, 256).
+		// useRuntimeVersion: the library's own, stamped with its version.
+		n = 256;
+		put_i32(dc, 0, (int32_t)API_MAGIC);
+		put_i32(dc, 4, q.useRuntimeVersion ? v : (int32_t)declared);
+		put_i32(dc, 248, q.ginCustomStride); // where tests read what arrived
+		put_i32(dc, 252, q.ginType);
+		off = 8;
 	} else {
 		n = 240;
 		put_i32(dc, 0, (int32_t)API_MAGIC);
