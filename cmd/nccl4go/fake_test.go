@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/internal/faketest"
+	"github.com/nccl4go/nccl/internal/versions"
 )
 
 // Tests against the fake libnccl and libcuda: each runs in a child process
@@ -345,6 +347,65 @@ func TestFakeProbeDestroyFails(t *testing.T) {
 		}
 		if n := faketest.Calls(t, "ncclCommDestroy"); n != 2 {
 			t.Errorf("ncclCommDestroy called %d times, want 2 (rank 1 too)", n)
+		}
+	})
+}
+
+// info shows the binding's version, the ABI it was written against, and
+// which rows of the version table the loaded release has, by group.
+func TestFakeInfoVersions(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007, Devices: 1}, func(t *testing.T) {
+		out, _, err := runCLI(t, "info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			"nccl4go      " + nccl.BindingVersion() + "  written against NCCL " + nccl.ABIRelease.String() + "'s ABI",
+			"NCCL 2.30.7 has, of the features nccl4go gates by release:",
+			"lacks ginCustomStride (2.31.0), ginType (2.31.0),", "cftBarrierCount (2.31.2)\n",
+			"NCCL_GIN_CONNECTION_CUSTOM_STRIDE (2.31.0)",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("info lacks %q", want)
+			}
+		}
+		out, _, err = runCLI(t, "info", "-json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep infoReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.NCCL.Binding != nccl.BindingVersion() || rep.NCCL.ABIRelease != nccl.ABIRelease.String() {
+			t.Errorf("binding %q ABI %q", rep.NCCL.Binding, rep.NCCL.ABIRelease)
+		}
+		total := 0
+		for i, g := range rep.NCCL.Features {
+			total += g.Of
+			if g.Has+len(g.Lacks) != g.Of {
+				t.Errorf("%s: has %d, lacks %d, of %d", g.Group, g.Has, len(g.Lacks), g.Of)
+			}
+			for _, l := range g.Lacks {
+				if r, err := nccl.ParseRelease(l.Since); err != nil || r <= 23007 {
+					t.Errorf("%s: 2.30.7 lacks %s of %s", g.Group, l.Name, l.Since)
+				}
+			}
+			if (g.Group == otherFeatures) != (i == len(rep.NCCL.Features)-1) {
+				t.Errorf("group %d is %q: the rest comes last", i, g.Group)
+			}
+		}
+		if total != int(versions.NumFeatures) {
+			t.Errorf("the groups hold %d rows, the table %d", total, versions.NumFeatures)
+		}
+	})
+	faketest.Run(t, faketest.Env{NoNCCL: true, Devices: 1}, func(t *testing.T) {
+		out, _, err := runCLI(t, "info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "written against NCCL "+nccl.ABIRelease.String()+"'s ABI") || strings.Contains(out, " has, of the features") {
+			t.Errorf("without NCCL:\n%s", out)
 		}
 	})
 }

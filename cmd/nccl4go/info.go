@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
 )
 
@@ -25,6 +26,13 @@ type ncclInfo struct {
 	Version     string   `json:"version,omitempty"`      // "2.28.3"
 	VersionCode int      `json:"version_code,omitempty"` // 22803
 	Problem     *problem `json:"problem,omitempty"`
+	// The binding (nccl.Versions): its module version and the NCCL
+	// release whose ABI it was written against.
+	Binding    string `json:"binding"`     // "v0.4.0", "(devel)"
+	ABIRelease string `json:"abi_release"` // "2.31.2"
+	// Features: which rows of the binding's version table the loaded
+	// release has, by group (info_versions.go); absent without NCCL.
+	Features []featureGroup `json:"features,omitempty"`
 }
 
 type driverInfo struct {
@@ -49,9 +57,12 @@ type gpuInfo struct {
 // the driver or every GPU is missing.
 var infoCommand = &command{
 	name:     "info",
-	summary:  "show the NCCL library, CUDA driver and GPUs found, or what is missing",
+	summary:  "show the NCCL library, CUDA driver and GPUs found (or what is missing), nccl4go's version and which gated NCCL features the library has",
 	synopsis: "[--json] [--params]",
-	about: `Show the NCCL library and the CUDA driver this program loads, and every visible GPU.
+	about: `Show the NCCL library and the CUDA driver this program loads, and every visible GPU;
+nccl4go's own version and the NCCL release whose ABI it was written against; and, of the
+features nccl4go gates by NCCL release (struct fields, flags, data types, behaviours),
+how many the loaded NCCL has and which it lacks, with the release that added each.
 Where something is missing it says what, and how to fix it, and still exits 0.`,
 	flags: func(fs *pflag.FlagSet) action {
 		var jsonOut, params bool
@@ -80,9 +91,10 @@ Where something is missing it says what, and how to fix it, and still exits 0.`,
 func gatherInfo() infoReport {
 	var rep infoReport
 	n := loadNCCL()
-	rep.NCCL = ncclInfo{Path: n.path, Problem: n.problem}
+	rep.NCCL = ncclInfo{Path: n.path, Problem: n.problem, Binding: nccl.BindingVersion(), ABIRelease: nccl.ABIRelease.String()}
 	if n.problem == nil {
 		rep.NCCL.Version, rep.NCCL.VersionCode = n.release.String(), int(n.release)
+		rep.NCCL.Features = featureGroups(n.release)
 	}
 	d := loadDriver()
 	rep.CUDA = driverInfo{Path: d.path, VersionCode: d.version, Problem: d.problem}
@@ -136,6 +148,9 @@ func printInfo(w io.Writer, rep infoReport) error {
 	} else {
 		t.row("NCCL", rep.NCCL.Version, rep.NCCL.Path)
 	}
+	if rep.NCCL.Binding != "" {
+		t.row("nccl4go", rep.NCCL.Binding, "written against NCCL "+rep.NCCL.ABIRelease+"'s ABI")
+	}
 	if p := rep.CUDA.Problem; p != nil {
 		t.problem("CUDA driver", p)
 	} else {
@@ -147,6 +162,9 @@ func printInfo(w io.Writer, rep infoReport) error {
 		t.row("GPUs", strconv.Itoa(len(rep.GPUs)))
 	}
 	if err := t.flush(); err != nil {
+		return err
+	}
+	if err := printFeatures(w, nccl.Release(rep.NCCL.VersionCode), rep.NCCL.Features); err != nil {
 		return err
 	}
 	if len(rep.GPUs) == 0 {
