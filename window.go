@@ -11,6 +11,14 @@ import (
 )
 
 // WindowFlag is a set of NCCL_WIN_* flags for RegisterWindow.
+//
+// NCCL 2.32.3's NCCL_WIN_GIN_ONLY (a window for GIN only) and
+// NCCL_WIN_CFT_COUNTED (CFT counted writes) are not offered: their names
+// come from NVIDIA's release notes, but their values only from third-party
+// code, not from NVIDIA's headers. A wrong value would register a window
+// for other uses than asked without any error, so RegisterWindow refuses
+// every bit but [WindowCollSymmetric] and [WindowStrictOrdering] (an
+// [*ArgError]) until the values are established.
 type WindowFlag int
 
 // Window flags.

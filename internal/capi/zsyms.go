@@ -77,10 +77,11 @@ const (
 	SymTeamRail                               // ncclTeamRail, NCCL 2.28.3
 	SymTeamRankToWorld                        // ncclTeamRankToWorld, NCCL 2.28.3
 	SymTeamRankToLsa                          // ncclTeamRankToLsa, NCCL 2.28.3
+	SymSetEncryption                          // ncclSetEncryption, NCCL 2.32.3
 )
 
 // NumSyms is the number of functions in the shim's list.
-const NumSyms = 72
+const NumSyms = 73
 
 // SymName is each function's C name.
 var SymName = [NumSyms]string{
@@ -156,6 +157,7 @@ var SymName = [NumSyms]string{
 	SymTeamRail:                    "ncclTeamRail",
 	SymTeamRankToWorld:             "ncclTeamRankToWorld",
 	SymTeamRankToLsa:               "ncclTeamRankToLsa",
+	SymSetEncryption:               "ncclSetEncryption",
 }
 
 // SymSince is the first NCCL release that has each function, as MMmmpp.
@@ -232,4 +234,5 @@ var SymSince = [NumSyms]int{
 	SymTeamRail:                    22803,
 	SymTeamRankToWorld:             22803,
 	SymTeamRankToLsa:               22803,
+	SymSetEncryption:               23203,
 }

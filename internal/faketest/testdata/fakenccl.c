@@ -3390,3 +3390,16 @@ EXPORT int ncclScatterConfig(const void *send, void *recv, size_t count, int dt,
 	COLLECTIVE_CONFIG("ncclScatterConfig", cfg, C_SCATTER, send, recv, count, dt, 0, root, comm, stream);
 }
 #endif
+
+// ---------------------------------------------------------------------------
+// ncclSetEncryption (NCCL 2.32.3: TLS for NCCL's socket traffic, in builds
+// with TLS_BACKEND=OPENSSL3). The layout of ncclEncryptionConfig_t is not
+// established, so the binding never calls it; the fake exports it so that
+// the binding's gate can see it, and fails if it is ever called.
+#if SINCE(23203)
+EXPORT int ncclSetEncryption(const void *config) {
+	ENTER("ncclSetEncryption");
+	(void)config;
+	return fail(ncclInternalError, "ncclSetEncryption", "the fake does not model ncclEncryptionConfig_t");
+}
+#endif
