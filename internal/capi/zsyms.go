@@ -77,11 +77,12 @@ const (
 	SymTeamRail                               // ncclTeamRail, NCCL 2.28.3
 	SymTeamRankToWorld                        // ncclTeamRankToWorld, NCCL 2.28.3
 	SymTeamRankToLsa                          // ncclTeamRankToLsa, NCCL 2.28.3
+	SymLLA2ACalcSlots                         // ncclLLA2ACalcSlots, NCCL 2.28.3
 	SymSetEncryption                          // ncclSetEncryption, NCCL 2.32.3
 )
 
 // NumSyms is the number of functions in the shim's list.
-const NumSyms = 73
+const NumSyms = 74
 
 // SymName is each function's C name.
 var SymName = [NumSyms]string{
@@ -157,6 +158,7 @@ var SymName = [NumSyms]string{
 	SymTeamRail:                    "ncclTeamRail",
 	SymTeamRankToWorld:             "ncclTeamRankToWorld",
 	SymTeamRankToLsa:               "ncclTeamRankToLsa",
+	SymLLA2ACalcSlots:              "ncclLLA2ACalcSlots",
 	SymSetEncryption:               "ncclSetEncryption",
 }
 
@@ -234,5 +236,6 @@ var SymSince = [NumSyms]int{
 	SymTeamRail:                    22803,
 	SymTeamRankToWorld:             22803,
 	SymTeamRankToLsa:               22803,
+	SymLLA2ACalcSlots:              22803,
 	SymSetEncryption:               23203,
 }

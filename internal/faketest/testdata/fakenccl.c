@@ -3403,3 +3403,12 @@ EXPORT int ncclSetEncryption(const void *config) {
 	return fail(ncclInternalError, "ncclSetEncryption", "the fake does not model ncclEncryptionConfig_t");
 }
 #endif
+
+// ncclLLA2ACalcSlots (NCCL 2.28.3, src/nccl_device/ll_a2a.cc): maxElts
+// times divUp(maxEltSize, 8), with no check.
+#if SINCE(22803)
+EXPORT int ncclLLA2ACalcSlots(int maxElts, int maxEltSize) {
+	ENTER("ncclLLA2ACalcSlots");
+	return maxElts * ((maxEltSize + 7) / 8);
+}
+#endif
