@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -20,8 +21,13 @@ import (
 // GINCustomStride 1, GINType [GINNone], CFTCaps [CFTNone], every other
 // count 0 and flag false. A field the loaded NCCL does not know makes
 // CreateDevComm fail with an error wrapping [ErrUnsupported] that names it.
-// The resource and team requirement lists are not exposed (NULL).
+// The team requirement list is not exposed (NULL).
 type DevCommRequirements struct {
+	// Resources are the resources the device communicator allocates for
+	// kernels (the resourceRequirementsList), made by [LSABarrierResource]
+	// and [LLA2AResource]; NCCL writes their handles when it makes the
+	// device communicator. NCCL 2.28.3.
+	Resources []*DevResource
 	// LSAMultimem requests multimem on the load/store-accessible team.
 	// NCCL 2.28.3.
 	LSAMultimem *bool
@@ -272,6 +278,9 @@ type DevComm struct {
 	asyncRes
 	store  capi.DevComm // C memory NCCL writes, possibly at a group's end
 	layout devCommLayout
+	// resources NCCL writes the handles of, possibly at a group's end:
+	// kept alive with the device communicator.
+	resources []*DevResource
 	// guarded by c.mu
 	devMem cuda.Slice[uint8] // the device copy, made by DevicePtr
 	hasDev bool
@@ -337,6 +346,23 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 			return nil, err
 		}
 	}
+	var res []*DevResource
+	if reqs != nil {
+		res = reqs.Resources
+	}
+	head, release, err := claimResources(op, res)
+	if err != nil {
+		return nil, err
+	}
+	if head != 0 {
+		binary.LittleEndian.PutUint64(raw[capi.ResourceListOffset(layout.Family):], uint64(head))
+	}
+	made := false
+	defer func() {
+		if !made {
+			release() // NCCL kept nothing
+		}
+	}()
 	d, err := createAsync(ctx, m, c, &devCommKind, takeWork, func(ptr uintptr) (*DevComm, capi.Status, bool, error) {
 		layout := layout
 		if layout.runtimeSize() {
@@ -360,7 +386,12 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 			store.Free() // pending or failed: NCCL queued nothing that would write it
 			return nil, st, false, nil
 		}
-		return &DevComm{store: store, layout: layout}, st, true, nil
+		d := &DevComm{store: store, layout: layout, resources: res}
+		for _, r := range res {
+			r.dc.Store(d)
+		}
+		made = true
+		return d, st, true, nil
 	})
 	var ne *Error
 	if errors.As(err, &ne) && ne.Op == op && ne.Code == InvalidUsage && strings.Contains(ne.Detail, noSymmetricDetail) {

@@ -1,11 +1,13 @@
 package nccl_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"testing"
 
 	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/faketest"
 )
 
@@ -44,5 +46,124 @@ func TestFakeLLA2ACalcSlots(t *testing.T) {
 		if !errors.Is(err, nccl.ErrUnsupported) || err.Error() != "nccl: ncclLLA2ACalcSlots: requires NCCL 2.28.3, loaded 2.27.3" {
 			t.Errorf("on 2.27.3: %v", err)
 		}
+	})
+}
+
+// Resources: NCCL's helpers fill the requirement and the handle's count;
+// ncclDevCommCreate writes each buffer handle when it makes the device
+// communicator (the fake: offsets in units of 128 bytes, in list order);
+// a resource serves one device communicator; bad arguments are refused
+// before NCCL.
+func TestFakeDevResources(t *testing.T) {
+	for _, r := range []int{22803, 22807, 23007, 23102} {
+		faketest.Run(t, faketest.Env{Release: r, Extra: []string{"FAKE_NCCL_POLLS=2"}}, func(t *testing.T) {
+			c := fakeComm(t, 4, 1, nil)
+			team, err := c.TeamWorld()
+			if err != nil {
+				t.Fatal(err)
+			}
+			bar, err := nccl.LSABarrierResource(team, 3) // (3+4)*3*4 = 84 bytes: 1 unit
+			if err != nil {
+				t.Fatal(err)
+			}
+			a2a, err := nccl.LLA2AResource(2, 8) // 2*17*16 = 544 bytes: 5 units
+			if err != nil {
+				t.Fatal(err)
+			}
+			last, err := nccl.LLA2AResource(1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := bar.Handle(); !errors.Is(err, nccl.ErrInvalidUsage) {
+				t.Errorf("Handle before CreateDevComm: %v", err)
+			}
+			var d *nccl.DevComm
+			err = nccl.Group(func() error {
+				var err error
+				d, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{bar, a2a, last}})
+				if err != nil {
+					return err
+				}
+				if _, _, err := bar.Handle(); err == nil {
+					t.Error("Handle inside the group, before NCCL wrote it: no error")
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("CreateDevComm: %v", err)
+			}
+			for _, tc := range []struct {
+				r          *nccl.DevResource
+				buf, count int
+			}{{bar, 0, 3}, {a2a, 1, 8}, {last, 6, 1}} {
+				h, n, err := tc.r.Handle()
+				if err != nil || int(h) != tc.buf || n != tc.count {
+					t.Errorf("%v: handle %d count %d, %v; want %d %d", tc.r, h, n, err, tc.buf, tc.count)
+				}
+			}
+			var arg [8]byte
+			if n, err := a2a.PutKernelArg(arg[:]); err != nil || n != 8 || binary.LittleEndian.Uint32(arg[:]) != 1 || binary.LittleEndian.Uint32(arg[4:]) != 8 {
+				t.Errorf("PutKernelArg: % x, %d, %v", arg, n, err)
+			}
+			if _, err := a2a.PutKernelArg(arg[:7]); !errors.Is(err, cuda.ErrArgumentSpace) {
+				t.Errorf("PutKernelArg into 7 bytes: %v", err)
+			}
+			// One device communicator per resource.
+			_, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{a2a}})
+			wantArg(t, "a resource used twice", err, "DevCommRequirements.Resources[0]")
+			_, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{nil}})
+			wantArg(t, "a nil resource", err, "DevCommRequirements.Resources[0]")
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := bar.Handle(); !errors.Is(err, nccl.ErrClosed) {
+				t.Errorf("Handle after the device communicator's Close: %v", err)
+			}
+			// A refusal before NCCL gives the claim back.
+			fresh, _ := nccl.LLA2AResource(1, 1)
+			_, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{fresh}, GINQueueDepth: nccl.Ptr(-1)})
+			if err == nil {
+				t.Fatal("a bad GINQueueDepth was accepted")
+			}
+			d2, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{fresh}})
+			if err != nil {
+				t.Fatalf("the resource after a refused CreateDevComm: %v", err)
+			}
+			d2.Close()
+		})
+	}
+}
+
+func TestFakeDevResourceArguments(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 22803}, func(t *testing.T) {
+		good := nccl.Team{NRanks: 4, Rank: 1, Stride: 1}
+		for _, tc := range []struct {
+			team nccl.Team
+			n    int
+			arg  string
+		}{
+			{nccl.Team{}, 1, "team"}, {nccl.Team{NRanks: 2, Rank: 2, Stride: 1}, 1, "team"},
+			{nccl.Team{NRanks: 2, Rank: -1, Stride: 1}, 1, "team"}, {nccl.Team{NRanks: 2, Rank: 0, Stride: 0}, 1, "team"},
+			{good, 0, "nBarriers"}, {good, -2, "nBarriers"}, {good, math.MaxInt32, "nBarriers"},
+		} {
+			_, err := nccl.LSABarrierResource(tc.team, tc.n)
+			wantArg(t, "LSABarrierResource", err, tc.arg)
+		}
+		for _, tc := range []struct {
+			blocks, slots int
+			arg           string
+		}{{0, 1, "nBlocks"}, {1, 0, "nSlots"}, {-1, 1, "nBlocks"}, {1 << 20, 1 << 20, "nSlots"}, {1, math.MaxInt32, "nSlots"}} {
+			_, err := nccl.LLA2AResource(tc.blocks, tc.slots)
+			wantArg(t, "LLA2AResource", err, tc.arg)
+		}
+		if n := faketest.Calls(t, "ncclLsaBarrierCreateRequirement") + faketest.Calls(t, "ncclLLA2ACreateRequirement"); n != 0 {
+			t.Errorf("NCCL called %d times for refused arguments", n)
+		}
+	})
+	faketest.Run(t, faketest.Env{Release: 22703}, func(t *testing.T) {
+		_, err := nccl.LSABarrierResource(nccl.Team{NRanks: 1, Stride: 1}, 1)
+		wantUnsupported(t, "LSABarrierResource", err, "ncclLsaBarrierCreateRequirement", 22803)
+		_, err = nccl.LLA2AResource(1, 1)
+		wantUnsupported(t, "LLA2AResource", err, "ncclLLA2ACreateRequirement", 22803)
 	})
 }

@@ -144,6 +144,21 @@ func EncodeDevCommReqs(r DevCommReqs, family int, version uint32, size int) []by
 	return C.GoBytes(unsafe.Pointer(&raw), C.int(size))
 }
 
+// ResourceListOffset is where a requirements struct of family keeps
+// resourceRequirementsList.
+func ResourceListOffset(family int) int {
+	switch family {
+	case ReqsV22803:
+		var r C.capi_devcomm_reqs_v22803
+		return int(unsafe.Offsetof(r.resourceRequirementsList))
+	case ReqsV22807:
+		var r C.capi_devcomm_reqs_v22807
+		return int(unsafe.Offsetof(r.resourceRequirementsList))
+	}
+	var r C.capi_devcomm_reqs_v23102
+	return int(unsafe.Offsetof(r.resourceRequirementsList))
+}
+
 // Layouts returns the layout of every versioned struct of the shim.
 func Layouts() map[string]Layout {
 	var cfg C.capi_config_v23007

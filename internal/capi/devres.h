@@ -4,6 +4,28 @@
 #ifndef NCCL4GO_DEVRES_H
 #define NCCL4GO_DEVRES_H
 
+#include <stdint.h>
+
+#include "team.h"
+
+// A device resource requirement in C memory, at a fixed address: the
+// ncclDevResourceRequirements_t node (32 bytes in 2.28.3, 56 from 2.28.7;
+// NCCL's *CreateRequirement helpers zero their own size and point
+// outBufferHandle into the handle), then the handle (ncclLsaBarrierHandle_t
+// {bufHandle, nBarriers} or ncclLLA2AHandle_t {bufHandle, nSlots}, 8
+// bytes), which ncclDevCommCreate's job writes when it completes.
+typedef struct {
+	uint64_t req[7];
+	uint32_t handle[2];
+} capi_dev_resource;
+
+// capi_lsa_barrier_requirement is ncclLsaBarrierCreateRequirement(team,
+// nBarriers, &r->handle, &r->req); capi_lla2a_requirement is
+// ncclLLA2ACreateRequirement(nBlocks, nSlots, ...). Each returns NCCL's
+// result, or CAPI_MISSING / CAPI_NOT_LOADED without calling.
+int capi_lsa_barrier_requirement(const capi_team *team, int nBarriers, capi_dev_resource *r);
+int capi_lla2a_requirement(int nBlocks, int nSlots, capi_dev_resource *r);
+
 // capi_lla2a_calc_slots calls ncclLLA2ACalcSlots(maxElts, maxEltSize) and
 // stores its value in *out; it returns 0, or CAPI_MISSING / CAPI_NOT_LOADED
 // without calling.

@@ -300,7 +300,8 @@ enum {
 // its header from 2.30.4) returns results in thread-local storage, which its
 // trampolines copy inside the same C call; the host team functions
 // (ncclTeam*, team.c) return ncclTeam_t or int and take ncclTeam_t by value.
-// ncclLLA2ACalcSlots (devres.c) returns an int.
+// ncclLLA2ACalcSlots (devres.c) returns an int;
+// ncclLsaBarrierCreateRequirement takes ncclTeam_t by value.
 // ncclSetEncryption (2.32.3) has no trampoline: the layout of its
 // ncclEncryptionConfig_t is not established, so the binding only reports
 // whether the loaded library has it (encryption.go).
@@ -333,6 +334,8 @@ enum {
 	X(ncclTeamRankToWorld, 22803)                                     \
 	X(ncclTeamRankToLsa, 22803)                                       \
 	X(ncclLLA2ACalcSlots, 22803)                                      \
+	X(ncclLsaBarrierCreateRequirement, 22803)                         \
+	X(ncclLLA2ACreateRequirement, 22803)                              \
 	X(ncclSetEncryption, 23203)
 
 // The CUDA driver functions the binding calls. All return CUresult.

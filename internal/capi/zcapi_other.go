@@ -659,6 +659,12 @@ func EncodeDevCommReqs(r DevCommReqs, family int, version uint32, size int) []by
 	return *new([]byte)
 }
 
+// ResourceListOffset is where a requirements struct of family keeps
+// resourceRequirementsList.
+func ResourceListOffset(family int) int {
+	return *new(int)
+}
+
 // Layouts returns the layout of every versioned struct of the shim.
 func Layouts() map[string]Layout {
 	return *new(map[string]Layout)

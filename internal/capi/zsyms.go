@@ -78,11 +78,13 @@ const (
 	SymTeamRankToWorld                        // ncclTeamRankToWorld, NCCL 2.28.3
 	SymTeamRankToLsa                          // ncclTeamRankToLsa, NCCL 2.28.3
 	SymLLA2ACalcSlots                         // ncclLLA2ACalcSlots, NCCL 2.28.3
+	SymLsaBarrierCreateRequirement            // ncclLsaBarrierCreateRequirement, NCCL 2.28.3
+	SymLLA2ACreateRequirement                 // ncclLLA2ACreateRequirement, NCCL 2.28.3
 	SymSetEncryption                          // ncclSetEncryption, NCCL 2.32.3
 )
 
 // NumSyms is the number of functions in the shim's list.
-const NumSyms = 74
+const NumSyms = 76
 
 // SymName is each function's C name.
 var SymName = [NumSyms]string{
@@ -159,6 +161,8 @@ var SymName = [NumSyms]string{
 	SymTeamRankToWorld:             "ncclTeamRankToWorld",
 	SymTeamRankToLsa:               "ncclTeamRankToLsa",
 	SymLLA2ACalcSlots:              "ncclLLA2ACalcSlots",
+	SymLsaBarrierCreateRequirement: "ncclLsaBarrierCreateRequirement",
+	SymLLA2ACreateRequirement:      "ncclLLA2ACreateRequirement",
 	SymSetEncryption:               "ncclSetEncryption",
 }
 
@@ -237,5 +241,7 @@ var SymSince = [NumSyms]int{
 	SymTeamRankToWorld:             22803,
 	SymTeamRankToLsa:               22803,
 	SymLLA2ACalcSlots:              22803,
+	SymLsaBarrierCreateRequirement: 22803,
+	SymLLA2ACreateRequirement:      22803,
 	SymSetEncryption:               23203,
 }

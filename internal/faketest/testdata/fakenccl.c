@@ -2873,7 +2873,31 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 	if ((r = group_join(c, fn)) != ncclSuccess) {
 		return r;
 	}
-	return group_error_check(submit(c, fn, 1, knob.polls, async_fail(fn), write_bytes(out, dc, n)));
+	// The resource requirements (NCCL copies bufferSize, bufferAlign and
+	// outBufferHandle of each node during the call, and writes each
+	// handle when the job completes): handles are the resources' offsets
+	// in the resource window, in units of 128 bytes
+	// (ncclGetResourceBufferOffset), in list order.
+	struct action *acts = write_bytes(out, dc, n);
+	const unsigned char *node;
+	memcpy(&node, p + (v < 22902 ? 0 : 16), sizeof node);
+	uint32_t handle = 0;
+	for (int i = 0; node; i++) {
+		if (i == 1024) {
+			return group_error_check(fail(ncclInvalidArgument, fn, "resourceRequirementsList has a cycle"));
+		}
+		uint64_t bufferSize;
+		void *outh, *nextNode;
+		memcpy(&bufferSize, node + 8, 8);
+		memcpy(&outh, node + 24, sizeof outh);
+		memcpy(&nextNode, node, sizeof nextNode);
+		if (outh) {
+			acts = append(acts, write_bytes(outh, &handle, 4));
+		}
+		handle += (uint32_t)((bufferSize + 127) / 128);
+		node = nextNode;
+	}
+	return group_error_check(submit(c, fn, 1, knob.polls, async_fail(fn), acts));
 }
 
 EXPORT int ncclDevCommDestroy(void *comm, const void *devcomm) {
@@ -3410,5 +3434,33 @@ EXPORT int ncclSetEncryption(const void *config) {
 EXPORT int ncclLLA2ACalcSlots(int maxElts, int maxEltSize) {
 	ENTER("ncclLLA2ACalcSlots");
 	return maxElts * ((maxEltSize + 7) / 8);
+}
+#endif
+
+// ncclLsaBarrierCreateRequirement and ncclLLA2ACreateRequirement (NCCL
+// 2.28.3, src/nccl_device/mem_barrier.cc and ll_a2a.cc): they zero the
+// library's own ncclDevResourceRequirements_t (32 bytes in 2.28.3, 56 from
+// 2.28.7), set the handle's count, the buffer's size and alignment, and
+// point outBufferHandle at the handle's first word. No check.
+#if SINCE(22803)
+static void dev_resource(void *req, uint64_t size, uint64_t align, void *handle) {
+	memset(req, 0, version() >= 22807 ? 56 : 32);
+	memcpy((char *)req + 8, &size, 8);
+	memcpy((char *)req + 16, &align, 8);
+	memcpy((char *)req + 24, &handle, sizeof handle);
+}
+
+EXPORT int ncclLsaBarrierCreateRequirement(fake_team team, int nBarriers, void *outHandle, void *outReq) {
+	ENTER("ncclLsaBarrierCreateRequirement");
+	put_i32(outHandle, 4, nBarriers);
+	dev_resource(outReq, (uint64_t)(3 * nBarriers + nBarriers * team.nRanks) * 4, 4, outHandle);
+	return ncclSuccess;
+}
+
+EXPORT int ncclLLA2ACreateRequirement(int nBlocks, int nSlots, void *outHandle, void *outReq) {
+	ENTER("ncclLLA2ACreateRequirement");
+	put_i32(outHandle, 4, nSlots);
+	dev_resource(outReq, (uint64_t)(nBlocks * (1 + 2 * nSlots) * 16), 16, outHandle);
+	return ncclSuccess;
 }
 #endif
