@@ -21,13 +21,16 @@ import (
 // GINCustomStride 1, GINType [GINNone], CFTCaps [CFTNone], every other
 // count 0 and flag false. A field the loaded NCCL does not know makes
 // CreateDevComm fail with an error wrapping [ErrUnsupported] that names it.
-// The team requirement list is not exposed (NULL).
 type DevCommRequirements struct {
 	// Resources are the resources the device communicator allocates for
 	// kernels (the resourceRequirementsList), made by [LSABarrierResource]
 	// and [LLA2AResource]; NCCL writes their handles when it makes the
 	// device communicator. NCCL 2.28.3.
 	Resources []*DevResource
+	// Teams are the teams the device communicator sets up (the
+	// teamRequirementsList), made by [NewTeamResource]; NCCL writes their
+	// multimem handles when it makes the device communicator. NCCL 2.28.3.
+	Teams []*TeamResource
 	// LSAMultimem requests multimem on the load/store-accessible team.
 	// NCCL 2.28.3.
 	LSAMultimem *bool
@@ -278,9 +281,9 @@ type DevComm struct {
 	asyncRes
 	store  capi.DevComm // C memory NCCL writes, possibly at a group's end
 	layout devCommLayout
-	// resources NCCL writes the handles of, possibly at a group's end:
+	// requirements NCCL writes the handles of, possibly at a group's end:
 	// kept alive with the device communicator.
-	resources []*DevResource
+	resources []*served
 	// guarded by c.mu
 	devMem cuda.Slice[uint8] // the device copy, made by DevicePtr
 	hasDev bool
@@ -346,17 +349,17 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 			return nil, err
 		}
 	}
-	var res []*DevResource
-	if reqs != nil {
-		res = reqs.Resources
-	}
-	head, release, err := claimResources(op, res)
+	resHead, teamHead, release, err := reqs.linkRequirements(op)
 	if err != nil {
 		return nil, err
 	}
-	if head != 0 {
-		binary.LittleEndian.PutUint64(raw[capi.ResourceListOffset(layout.Family):], uint64(head))
+	if resHead != 0 {
+		binary.LittleEndian.PutUint64(raw[capi.ResourceListOffset(layout.Family):], uint64(resHead))
 	}
+	if teamHead != 0 {
+		binary.LittleEndian.PutUint64(raw[capi.TeamListOffset(layout.Family):], uint64(teamHead))
+	}
+	res := reqs.served()
 	made := false
 	defer func() {
 		if !made {
@@ -473,6 +476,13 @@ func checkDevCommProps(op string, p *Properties, q *DevCommRequirements) error {
 	}
 	if q != nil && q.LSAMultimem != nil && *q.LSAMultimem && !p.MultimemSupport {
 		return fmt.Errorf("nccl: %s: LSAMultimem: this communicator has no multimem support: %w", op, ErrUnsupported)
+	}
+	if q != nil && !p.MultimemSupport {
+		for i, t := range q.Teams {
+			if t != nil && t.multimem {
+				return fmt.Errorf("nccl: %s: Teams[%d] asks for multimem: this communicator has no multimem support: %w", op, i, ErrUnsupported)
+			}
+		}
 	}
 	if gin, conn := q.needsGIN(); gin {
 		t := p.GINType

@@ -48,14 +48,34 @@ func LLA2ACalcSlots(maxElts, maxEltSize int) (int, error) {
 // another call already passed to NCCL. Its handle is readable while that
 // device communicator is ready. Safe for concurrent use.
 type DevResource struct {
-	kind    string // "LSA barrier" or "LLA2A"
-	mem     capi.DevResource
+	served
+	mem capi.DevResource
+}
+
+// served is what a requirement handed to ncclDevCommCreate shares: which
+// device communicator it serves.
+type served struct {
+	kind    string                  // "LSA barrier", "LLA2A", "team"
 	claimed atomic.Bool             // passed to a CreateDevComm
 	dc      atomic.Pointer[DevComm] // the device communicator it serves
 }
 
+// lockServed locks the device communicator s serves, once it is ready; it
+// returns with the communicator's mu held only on success.
+func (s *served) lockServed(op, what string) (*DevComm, error) {
+	d := s.dc.Load()
+	if d == nil {
+		return nil, fmt.Errorf("nccl: %s: the %s requirement serves no device communicator yet (pass it in DevCommRequirements.%s to CreateDevComm): %w",
+			op, s.kind, what, ErrInvalidUsage)
+	}
+	if err := d.lock(op); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
 func newDevResource(kind string) *DevResource {
-	r := &DevResource{kind: kind, mem: capi.NewDevResource()}
+	r := &DevResource{served: served{kind: kind}, mem: capi.NewDevResource()}
 	runtime.AddCleanup(r, func(m capi.DevResource) { m.Free() }, r.mem)
 	return r
 }
@@ -145,12 +165,8 @@ func (r *DevResource) readHandle(op string) ([2]uint32, error) {
 	if r == nil {
 		return [2]uint32{}, argErr(op, "resource", "nil")
 	}
-	d := r.dc.Load()
-	if d == nil {
-		return [2]uint32{}, fmt.Errorf("nccl: %s: the %s resource serves no device communicator yet (pass it in DevCommRequirements.Resources to CreateDevComm): %w",
-			op, r.kind, ErrInvalidUsage)
-	}
-	if err := d.lock(op); err != nil {
+	d, err := r.lockServed(op, "Resources")
+	if err != nil {
 		return [2]uint32{}, err
 	}
 	defer d.c.mu.Unlock()
@@ -165,31 +181,154 @@ func (r *DevResource) String() string {
 	return "nccl.DevResource(" + r.kind + ")"
 }
 
-// claimResources links rs into one C list and claims each for one device
-// communicator; release gives the claims back (the call did not reach
-// NCCL). head is the list's address, 0 for none.
-func claimResources(op string, rs []*DevResource) (head uintptr, release func(), err error) {
-	var got []*DevResource
+// claimAll claims each requirement of rs (a field of
+// DevCommRequirements) for one device communicator; release gives the
+// claims back (the call did not reach NCCL).
+func claimAll(op, field string, rs []*served) (release func(), err error) {
+	var got []*served
 	release = func() {
 		for _, r := range got {
 			r.claimed.Store(false)
 		}
 	}
 	for i, r := range rs {
+		arg := fmt.Sprintf("DevCommRequirements.%s[%d]", field, i)
 		if r == nil {
 			release()
-			return 0, nil, argErr(op, fmt.Sprintf("DevCommRequirements.Resources[%d]", i), "nil")
+			return nil, argErr(op, arg, "nil")
 		}
 		if !r.claimed.CompareAndSwap(false, true) {
 			release()
-			return 0, nil, argErr(op, fmt.Sprintf("DevCommRequirements.Resources[%d]", i),
-				"%s: already passed to a CreateDevComm (a resource serves one device communicator: make another)", r)
+			return nil, argErr(op, arg, "a %s requirement already passed to a CreateDevComm (one serves one device communicator: make another)", r.kind)
 		}
 		got = append(got, r)
 	}
-	for i := len(rs) - 1; i >= 0; i-- {
-		rs[i].mem.SetNext(head)
-		head = rs[i].mem.Addr()
+	return release, nil
+}
+
+// linkRequirements claims q's resources and teams and links each kind into
+// its C list; the heads are the lists' addresses (0: none).
+func (q *DevCommRequirements) linkRequirements(op string) (resHead, teamHead uintptr, release func(), err error) {
+	if q == nil {
+		return 0, 0, func() {}, nil
 	}
-	return head, release, nil
+	rs := make([]*served, len(q.Resources))
+	for i, r := range q.Resources {
+		if r != nil {
+			rs[i] = &r.served
+		}
+	}
+	releaseRes, err := claimAll(op, "Resources", rs)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	ts := make([]*served, len(q.Teams))
+	for i, t := range q.Teams {
+		if t != nil {
+			ts[i] = &t.served
+		}
+	}
+	releaseTeams, err := claimAll(op, "Teams", ts)
+	if err != nil {
+		releaseRes()
+		return 0, 0, nil, err
+	}
+	for i := len(q.Resources) - 1; i >= 0; i-- {
+		q.Resources[i].mem.SetNext(resHead)
+		resHead = q.Resources[i].mem.Addr()
+	}
+	for i := len(q.Teams) - 1; i >= 0; i-- {
+		q.Teams[i].mem.SetNext(teamHead)
+		teamHead = q.Teams[i].mem.Addr()
+	}
+	return resHead, teamHead, func() { releaseRes(); releaseTeams() }, nil
+}
+
+// served lists the requirements of q, which the device communicator made
+// from q serves.
+func (q *DevCommRequirements) served() []*served {
+	if q == nil {
+		return nil
+	}
+	var out []*served
+	for _, r := range q.Resources {
+		out = append(out, &r.served)
+	}
+	for _, t := range q.Teams {
+		out = append(out, &t.served)
+	}
+	return out
+}
+
+// TeamResource asks a device communicator to set up a team
+// (ncclTeamRequirements_t, the teamRequirementsList): with multimem, NCCL
+// makes a multicast object for the team's ranks and, when it makes the
+// device communicator, writes its ncclMultimemHandle_t, which
+// [Window.MultimemPointerFor] and kernels take. Made by [NewTeamResource],
+// listed in [DevCommRequirements.Teams]; it serves one device
+// communicator. Safe for concurrent use.
+type TeamResource struct {
+	served
+	team     Team
+	multimem bool
+	mem      capi.TeamResource
+}
+
+// NewTeamResource makes a team requirement for team (multimem: also a
+// multicast object, which needs the communicator's
+// [Properties.MultimemSupport]). It calls no NCCL function; the device
+// communicator it is passed to needs NCCL 2.28.3.
+func NewTeamResource(team Team, multimem bool) (*TeamResource, error) {
+	if team.NRanks < 1 || team.Rank < 0 || team.Rank >= team.NRanks || team.Stride < 1 {
+		return nil, argErr("NewTeamResource", "team", "%+v: not a team (NRanks at least 1, Rank in [0, NRanks), Stride at least 1)", team)
+	}
+	t := &TeamResource{served: served{kind: "team"}, team: team, multimem: multimem,
+		mem: capi.NewTeamResource(capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}, multimem)}
+	runtime.AddCleanup(t, func(m capi.TeamResource) { m.Free() }, t.mem)
+	return t, nil
+}
+
+// MultimemHandle is the team's ncclMultimemHandle_t (its mcBasePtr, a
+// device address), once the device communicator is made. A team made
+// without multimem is an error wrapping [ErrInvalidUsage].
+func (t *TeamResource) MultimemHandle() (uintptr, error) {
+	const op = "TeamResource.MultimemHandle"
+	if t == nil {
+		return 0, argErr(op, "team", "nil")
+	}
+	if !t.multimem {
+		return 0, fmt.Errorf("nccl: %s: the team requirement was made without multimem: %w", op, ErrInvalidUsage)
+	}
+	d, err := t.lockServed(op, "Teams")
+	if err != nil {
+		return 0, err
+	}
+	defer d.c.mu.Unlock()
+	return t.mem.MultimemBase(), nil
+}
+
+// PutKernelArg writes the ncclMultimemHandle_t (8 bytes) as a kernel
+// parameter passed by value. It implements [cuda.KernelArg].
+func (t *TeamResource) PutKernelArg(dst []byte) (int, error) {
+	p, err := t.MultimemHandle()
+	if err != nil {
+		return 0, err
+	}
+	if len(dst) < 8 {
+		return 0, fmt.Errorf("nccl: TeamResource.PutKernelArg: %d bytes of room, the handle has 8: %w", len(dst), cuda.ErrArgumentSpace)
+	}
+	binary.LittleEndian.PutUint64(dst, uint64(p))
+	return 8, nil
+}
+
+// String reads "nccl.TeamResource({NRanks:2 Rank:0 Stride:1}, multimem)".
+func (t *TeamResource) String() string {
+	if t == nil {
+		return "nccl.TeamResource(nil)"
+	}
+	m := "no multimem"
+	if t.multimem {
+		m = "multimem"
+	}
+	return fmt.Sprintf("nccl.TeamResource(%+v, %s)", t.team, m)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/nccl4go/nccl"
@@ -165,5 +166,90 @@ func TestFakeDevResourceArguments(t *testing.T) {
 		wantUnsupported(t, "LSABarrierResource", err, "ncclLsaBarrierCreateRequirement", 22803)
 		_, err = nccl.LLA2AResource(1, 1)
 		wantUnsupported(t, "LLA2AResource", err, "ncclLLA2ACreateRequirement", 22803)
+	})
+}
+
+// Teams: a multimem team gets its multicast handle when the device
+// communicator is made; Window.MultimemPointerFor adds the window offset
+// to it (ncclGetMultimemDevicePointer, 2.29.2); without multimem support
+// the binding refuses before NCCL.
+func TestFakeTeamResources(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_MULTIMEM=1", "FAKE_NCCL_POLLS=2"}}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		world, err := c.TeamWorld()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, _ := nccl.NewTeamResource(world, false)
+		mm, err := nccl.NewTeamResource(world, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mm.MultimemHandle(); !errors.Is(err, nccl.ErrInvalidUsage) {
+			t.Errorf("MultimemHandle before CreateDevComm: %v", err)
+		}
+		d, err := c.CreateDevComm(&nccl.DevCommRequirements{Teams: []*nccl.TeamResource{plain, mm}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, err := mm.MultimemHandle()
+		if err != nil || base != 0x6d630000000+1<<20 {
+			t.Errorf("MultimemHandle = %#x, %v; want the fake's handle of the second team", base, err)
+		}
+		if _, err := plain.MultimemHandle(); !errors.Is(err, nccl.ErrInvalidUsage) {
+			t.Errorf("MultimemHandle of a team without multimem: %v", err)
+		}
+		var arg [8]byte
+		if n, err := mm.PutKernelArg(arg[:]); n != 8 || err != nil || uintptr(binary.LittleEndian.Uint64(arg[:])) != base {
+			t.Errorf("PutKernelArg: % x, %d, %v", arg, n, err)
+		}
+		buf := mustMemAlloc[float32](t, 0, 1024)
+		w, err := c.RegisterWindow(nccl.BufferOf(buf), nccl.WindowCollSymmetric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := w.MultimemPointerFor(mm, 64); err != nil || p != base+64 {
+			t.Errorf("MultimemPointerFor(64) = %#x, %v; want %#x", p, err, base+64)
+		}
+		_, err = w.MultimemPointerFor(mm, 4096)
+		wantArg(t, "offset past the window", err, "offsetBytes")
+		if _, err := w.MultimemPointerFor(plain, 0); !errors.Is(err, nccl.ErrInvalidUsage) {
+			t.Errorf("MultimemPointerFor a team without multimem: %v", err)
+		}
+		_, err = c.CreateDevComm(&nccl.DevCommRequirements{Teams: []*nccl.TeamResource{mm}})
+		wantArg(t, "a team used twice", err, "DevCommRequirements.Teams[0]")
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.MultimemPointerFor(mm, 0); !errors.Is(err, nccl.ErrClosed) {
+			t.Errorf("MultimemPointerFor after the device communicator's Close: %v", err)
+		}
+		_, err = nccl.NewTeamResource(nccl.Team{NRanks: 2, Rank: 2, Stride: 1}, true)
+		wantArg(t, "a bad team", err, "team")
+	})
+	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		world, _ := c.TeamWorld()
+		mm, _ := nccl.NewTeamResource(world, true)
+		_, err := c.CreateDevComm(&nccl.DevCommRequirements{Teams: []*nccl.TeamResource{mm}})
+		if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "Teams[0] asks for multimem") {
+			t.Errorf("a multimem team without multimem support: %v", err)
+		}
+		if n := faketest.Calls(t, "ncclDevCommCreate"); n != 0 {
+			t.Errorf("ncclDevCommCreate called %d times", n)
+		}
+	})
+	faketest.Run(t, faketest.Env{Release: 22807, Extra: []string{"FAKE_NCCL_MULTIMEM=1"}}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		world, _ := c.TeamWorld()
+		mm, _ := nccl.NewTeamResource(world, true)
+		d, err := c.CreateDevComm(&nccl.DevCommRequirements{Teams: []*nccl.TeamResource{mm}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if base, err := mm.MultimemHandle(); err != nil || base != 0x6d630000000 {
+			t.Errorf("2.28.7 (the list at offset 8): MultimemHandle = %#x, %v", base, err)
+		}
 	})
 }

@@ -40,7 +40,7 @@ var gatedStructs = map[string]gatedStruct{
 		[]string{"Device", "Blocking", "CGAClusterSize", "MinCTAs", "MaxCTAs", "NetName", "SplitShare"}},
 	// DevCommRequirements: from ncclDevCommCreate's first release.
 	"ncclDevCommRequirements_t": {reflect.TypeFor[DevCommRequirements](), "devcomm.go", symSince(capi.SymDevCommCreate),
-		[]string{"LSAMultimem", "LSABarrierCount", "Resources"}},
+		[]string{"LSAMultimem", "LSABarrierCount", "Resources", "Teams"}},
 	// Properties: from ncclCommQueryProperties' first release.
 	"ncclCommProperties_t": {reflect.TypeFor[Properties](), "properties.go", symSince(capi.SymCommQueryProperties),
 		[]string{"Rank", "NRanks", "CUDADevice", "NVMLDevice", "DeviceAPISupport", "MultimemSupport", "GINType", "Declared"}},

@@ -378,6 +378,43 @@ func (w *Window) MultimemPointer(offsetBytes uint64) (uintptr, error) {
 	return p, nil
 }
 
+// MultimemPointerFor is ncclGetMultimemDevicePointer: the multimem
+// (multicast) address of the byte at offsetBytes in the window, through
+// the multicast object of team (a [TeamResource] made with multimem and
+// passed to [Communicator.CreateDevComm], which has made its device
+// communicator), rather than the LSA team's ([Window.MultimemPointer]).
+// Where the system has no multimem, NCCL returns no address, an error
+// wrapping [ErrUnsupported]. Not collective. NCCL 2.29.2.
+func (w *Window) MultimemPointerFor(team *TeamResource, offsetBytes uint64) (uintptr, error) {
+	const op = "Window.MultimemPointerFor"
+	if _, err := require(capi.SymGetMultimemDevicePointer); err != nil {
+		return 0, err
+	}
+	base, err := team.MultimemHandle()
+	if err != nil {
+		return 0, err
+	}
+	if base == 0 {
+		return 0, fmt.Errorf("nccl: %s: the team's multimem handle is empty (NCCL made no multicast object): %w", op, ErrUnsupported)
+	}
+	if err := w.checkOffset(op, offsetBytes); err != nil {
+		return 0, err
+	}
+	p, st, err := w.query(op, func(_, win uintptr) (uintptr, capi.Status) {
+		return capi.GetMultimemDevicePointer(win, offsetBytes, base)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := statusErr(op, "ncclGetMultimemDevicePointer", st); err != nil {
+		return 0, err
+	}
+	if p == 0 {
+		return 0, fmt.Errorf("nccl: %s: no multimem address for this window (no multimem support): %w", op, ErrUnsupported)
+	}
+	return p, nil
+}
+
 // Close deregisters the window (ncclCommWindowDeregister). No operation or
 // kernel using it may still run. A window still being registered is waited
 // for first (outside its group). Close is idempotent: a second Close, or a

@@ -159,6 +159,21 @@ func ResourceListOffset(family int) int {
 	return int(unsafe.Offsetof(r.resourceRequirementsList))
 }
 
+// TeamListOffset is where a requirements struct of family keeps
+// teamRequirementsList.
+func TeamListOffset(family int) int {
+	switch family {
+	case ReqsV22803:
+		var r C.capi_devcomm_reqs_v22803
+		return int(unsafe.Offsetof(r.teamRequirementsList))
+	case ReqsV22807:
+		var r C.capi_devcomm_reqs_v22807
+		return int(unsafe.Offsetof(r.teamRequirementsList))
+	}
+	var r C.capi_devcomm_reqs_v23102
+	return int(unsafe.Offsetof(r.teamRequirementsList))
+}
+
 // Layouts returns the layout of every versioned struct of the shim.
 func Layouts() map[string]Layout {
 	var cfg C.capi_config_v23007

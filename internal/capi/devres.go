@@ -52,3 +52,38 @@ func LLA2ACalcSlots(maxElts, maxEltSize int32) (int32, int32) {
 	r := C.capi_lla2a_calc_slots(C.int(maxElts), C.int(maxEltSize), &out)
 	return int32(out), int32(r)
 }
+
+// TeamResource is a capi_team_resource in C memory (devres.h).
+type TeamResource struct{ p *C.capi_team_resource }
+
+// NewTeamResource allocates one for team; Free releases it.
+func NewTeamResource(team Team, multimem bool) TeamResource {
+	r := TeamResource{(*C.capi_team_resource)(C.calloc(1, C.sizeof_capi_team_resource))}
+	t := C.capi_team{nRanks: C.int(team.NRanks), rank: C.int(team.Rank), stride: C.int(team.Stride)}
+	m := C.int(0)
+	if multimem {
+		m = 1
+	}
+	C.capi_team_resource_init(r.p, &t, m)
+	return r
+}
+
+// Free releases the C memory.
+func (r TeamResource) Free() { C.free(unsafe.Pointer(r.p)) }
+
+// Addr is the node's address, for a requirements list.
+func (r TeamResource) Addr() uintptr { return uintptr(unsafe.Pointer(r.p)) }
+
+// SetNext links the node to next (0: the end of the list).
+func (r TeamResource) SetNext(next uintptr) { C.capi_team_resource_link(r.p, C.uintptr_t(next)) }
+
+// MultimemBase is the handle's mcBasePtr.
+func (r TeamResource) MultimemBase() uintptr { return uintptr(r.p.mcBasePtr) }
+
+// GetMultimemDevicePointer is ncclGetMultimemDevicePointer; r is NCCL's
+// result, Missing or NotLoaded.
+func GetMultimemDevicePointer(win uintptr, offset uint64, mcBasePtr uintptr) (uintptr, Status) {
+	var out C.uintptr_t
+	r := C.capi_get_multimem_device_pointer(C.uintptr_t(win), C.size_t(offset), C.uintptr_t(mcBasePtr), &out)
+	return uintptr(out), Status{Code: int32(r)}
+}

@@ -4,6 +4,7 @@
 #ifndef NCCL4GO_DEVRES_H
 #define NCCL4GO_DEVRES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "team.h"
@@ -30,5 +31,31 @@ int capi_lla2a_requirement(int nBlocks, int nSlots, capi_dev_resource *r);
 // stores its value in *out; it returns 0, or CAPI_MISSING / CAPI_NOT_LOADED
 // without calling.
 int capi_lla2a_calc_slots(int maxElts, int maxEltSize, int *out);
+
+// A team requirement in C memory (ncclTeamRequirements_t, 32 bytes in
+// every release from 2.28.3), then the ncclMultimemHandle_t
+// (mcBasePtr) that ncclDevCommCreate's job writes when the node asks for
+// multimem.
+typedef struct {
+	void *next;
+	capi_team team;
+	uint8_t multimem;
+	void *outMultimemHandle;
+} capi_team_req;
+
+typedef struct {
+	capi_team_req req;
+	void *mcBasePtr;
+} capi_team_resource;
+
+// capi_team_resource_init fills r's node for team (multimem: 0 or 1),
+// pointing outMultimemHandle at r's handle.
+void capi_team_resource_init(capi_team_resource *r, const capi_team *team, int multimem);
+// capi_team_resource_link sets r's next node (0: the end of the list).
+void capi_team_resource_link(capi_team_resource *r, uintptr_t next);
+
+// capi_get_multimem_device_pointer is ncclGetMultimemDevicePointer(win,
+// offset, {mcBasePtr}, out) (NCCL 2.29.2; the handle by value).
+int capi_get_multimem_device_pointer(uintptr_t win, size_t offset, uintptr_t mcBasePtr, uintptr_t *out);
 
 #endif

@@ -14,3 +14,15 @@ func (r DevResource) SetNext(next uintptr)                                  {}
 func (r DevResource) Handle() [2]uint32                                     { return [2]uint32{} }
 func LSABarrierRequirement(team Team, nBarriers int32, r DevResource) int32 { return NotLoaded }
 func LLA2ARequirement(nBlocks, nSlots int32, r DevResource) int32           { return NotLoaded }
+
+// TeamResource is a capi_team_resource in C memory (none without cgo).
+type TeamResource struct{}
+
+func NewTeamResource(team Team, multimem bool) TeamResource { return TeamResource{} }
+func (r TeamResource) Free()                                {}
+func (r TeamResource) Addr() uintptr                        { return 0 }
+func (r TeamResource) SetNext(next uintptr)                 {}
+func (r TeamResource) MultimemBase() uintptr                { return 0 }
+func GetMultimemDevicePointer(win uintptr, offset uint64, mcBasePtr uintptr) (uintptr, Status) {
+	return 0, Status{Code: NotLoaded}
+}

@@ -301,7 +301,8 @@ enum {
 // trampolines copy inside the same C call; the host team functions
 // (ncclTeam*, team.c) return ncclTeam_t or int and take ncclTeam_t by value.
 // ncclLLA2ACalcSlots (devres.c) returns an int;
-// ncclLsaBarrierCreateRequirement takes ncclTeam_t by value.
+// ncclLsaBarrierCreateRequirement takes ncclTeam_t by value,
+// ncclGetMultimemDevicePointer an ncclMultimemHandle_t.
 // ncclSetEncryption (2.32.3) has no trampoline: the layout of its
 // ncclEncryptionConfig_t is not established, so the binding only reports
 // whether the loaded library has it (encryption.go).
@@ -336,6 +337,7 @@ enum {
 	X(ncclLLA2ACalcSlots, 22803)                                      \
 	X(ncclLsaBarrierCreateRequirement, 22803)                         \
 	X(ncclLLA2ACreateRequirement, 22803)                              \
+	X(ncclGetMultimemDevicePointer, 22902)                            \
 	X(ncclSetEncryption, 23203)
 
 // The CUDA driver functions the binding calls. All return CUresult.

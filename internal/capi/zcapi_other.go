@@ -665,6 +665,12 @@ func ResourceListOffset(family int) int {
 	return *new(int)
 }
 
+// TeamListOffset is where a requirements struct of family keeps
+// teamRequirementsList.
+func TeamListOffset(family int) int {
+	return *new(int)
+}
+
 // Layouts returns the layout of every versioned struct of the shim.
 func Layouts() map[string]Layout {
 	return *new(map[string]Layout)

@@ -80,11 +80,12 @@ const (
 	SymLLA2ACalcSlots                         // ncclLLA2ACalcSlots, NCCL 2.28.3
 	SymLsaBarrierCreateRequirement            // ncclLsaBarrierCreateRequirement, NCCL 2.28.3
 	SymLLA2ACreateRequirement                 // ncclLLA2ACreateRequirement, NCCL 2.28.3
+	SymGetMultimemDevicePointer               // ncclGetMultimemDevicePointer, NCCL 2.29.2
 	SymSetEncryption                          // ncclSetEncryption, NCCL 2.32.3
 )
 
 // NumSyms is the number of functions in the shim's list.
-const NumSyms = 76
+const NumSyms = 77
 
 // SymName is each function's C name.
 var SymName = [NumSyms]string{
@@ -163,6 +164,7 @@ var SymName = [NumSyms]string{
 	SymLLA2ACalcSlots:              "ncclLLA2ACalcSlots",
 	SymLsaBarrierCreateRequirement: "ncclLsaBarrierCreateRequirement",
 	SymLLA2ACreateRequirement:      "ncclLLA2ACreateRequirement",
+	SymGetMultimemDevicePointer:    "ncclGetMultimemDevicePointer",
 	SymSetEncryption:               "ncclSetEncryption",
 }
 
@@ -243,5 +245,6 @@ var SymSince = [NumSyms]int{
 	SymLLA2ACalcSlots:              22803,
 	SymLsaBarrierCreateRequirement: 22803,
 	SymLLA2ACreateRequirement:      22803,
+	SymGetMultimemDevicePointer:    22902,
 	SymSetEncryption:               23203,
 }

@@ -2861,18 +2861,6 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 	put_i32(dc, off + 4, c->nranks);
 	put_i32(dc, off + 12, c->rank % ls);
 	put_i32(dc, off + 16, ls);
-	struct devcomm *d = calloc(1, sizeof *d);
-	if (!d) {
-		return group_error_check(fail(ncclSystemError, fn, "out of memory"));
-	}
-	*d = (struct devcomm){out, 1, c, NULL};
-	pthread_mutex_lock(&mu);
-	d->next = c->devcomms;
-	c->devcomms = d;
-	pthread_mutex_unlock(&mu);
-	if ((r = group_join(c, fn)) != ncclSuccess) {
-		return r;
-	}
 	// The resource requirements (NCCL copies bufferSize, bufferAlign and
 	// outBufferHandle of each node during the call, and writes each
 	// handle when the job completes): handles are the resources' offsets
@@ -2884,6 +2872,7 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 	uint32_t handle = 0;
 	for (int i = 0; node; i++) {
 		if (i == 1024) {
+			drop_actions(acts);
 			return group_error_check(fail(ncclInvalidArgument, fn, "resourceRequirementsList has a cycle"));
 		}
 		uint64_t bufferSize;
@@ -2896,6 +2885,42 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 		}
 		handle += (uint32_t)((bufferSize + 127) / 128);
 		node = nextNode;
+	}
+	// The team requirements (NCCL copies team, multimem and
+	// outMultimemHandle): a multimem team gets a multicast object, whose
+	// handle (a stand-in address) is written when the job completes.
+	memcpy(&node, p + (v < 22902 ? 8 : 24), sizeof node);
+	for (int i = 0; node; i++) {
+		if (i == 1024) {
+			drop_actions(acts);
+			return group_error_check(fail(ncclInvalidArgument, fn, "teamRequirementsList has a cycle"));
+		}
+		void *outh, *nextNode;
+		memcpy(&outh, node + 24, sizeof outh);
+		memcpy(&nextNode, node, sizeof nextNode);
+		if (node[20]) {
+			if (!knob.multimem) {
+				drop_actions(acts);
+				return group_error_check(fail(ncclInvalidUsage, fn, "multimem requested for a team, not supported"));
+			}
+			if (outh) {
+				uintptr_t mc = 0x6d630000000ull + ((uintptr_t)i << 20); // "mc"
+				acts = append(acts, write_bytes(outh, &mc, sizeof mc));
+			}
+		}
+		node = nextNode;
+	}
+	struct devcomm *d = calloc(1, sizeof *d);
+	if (!d) {
+		return group_error_check(fail(ncclSystemError, fn, "out of memory"));
+	}
+	*d = (struct devcomm){out, 1, c, NULL};
+	pthread_mutex_lock(&mu);
+	d->next = c->devcomms;
+	c->devcomms = d;
+	pthread_mutex_unlock(&mu);
+	if ((r = group_join(c, fn)) != ncclSuccess) {
+		return r;
 	}
 	return group_error_check(submit(c, fn, 1, knob.polls, async_fail(fn), acts));
 }
