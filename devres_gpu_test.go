@@ -48,3 +48,61 @@ func TestGPUVersionGates(t *testing.T) {
 		t.Errorf("NCCL %s: GINCustomStride: %v", r, err)
 	}
 }
+
+// A device communicator made with resources and a team on a real NCCL (one
+// rank): NCCL fills the handles' counts and assigns the two resources
+// distinct buffers. NCCL before 2.28.7 has no symmetric memory for one
+// rank, so there it checks the clean refusal.
+func TestGPUDevResources(t *testing.T) {
+	r := gputest.Require(t)
+	if r < 22803 {
+		_, err := nccl.LLA2AResource(1, 1)
+		wantUnsupported(t, "LLA2AResource", err, "ncclLLA2ACreateRequirement", 22803)
+		return
+	}
+	c := initOne(t)
+	defer c.Destroy()
+	lsa, err := c.TeamLSA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bar, err := nccl.LSABarrierResource(lsa, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots, err := nccl.LLA2ACalcSlots(32, 16)
+	if err != nil || slots != 64 {
+		t.Fatalf("LLA2ACalcSlots(32, 16) = %d, %v", slots, err)
+	}
+	a2a, err := nccl.LLA2AResource(1, slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	team, err := nccl.NewTeamResource(lsa, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{bar, a2a}, Teams: []*nccl.TeamResource{team},
+		LSABarrierCount: nccl.Ptr(1)})
+	var se *nccl.SymmetricMemoryError
+	if r < 22807 && errors.As(err, &se) {
+		t.Logf("NCCL %s: no symmetric memory for one rank, as expected: %v", r, err)
+		return
+	}
+	if err != nil {
+		t.Fatalf("NCCL %s: CreateDevComm with resources: %v", r, err)
+	}
+	defer d.Close()
+	hb, nb, err := bar.Handle()
+	if err != nil || nb != 2 {
+		t.Errorf("LSA barrier handle %d count %d, %v; want count 2", hb, nb, err)
+	}
+	ha, na, err := a2a.Handle()
+	if err != nil || na != slots || ha == hb {
+		t.Errorf("LLA2A handle %d count %d, %v; want count %d and a buffer other than the barrier's (%d)", ha, na, err, slots, hb)
+	}
+	t.Logf("NCCL %s: LSA barrier buffer handle %d, LLA2A buffer handle %d, devComm %d bytes", r, hb, ha, d.Size())
+	if err := d.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
