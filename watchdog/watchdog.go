@@ -144,29 +144,33 @@ type Watchdog struct {
 	begun  time.Time
 
 	// mu guards what queued touches; queued runs under the communicator's
-	// lock, so only the poller contends for it.
-	mu       sync.Mutex
-	free     []*cuda.Event // events whose work completed, for reuse
-	events   int           // events made (free, in flight or abandoned)
-	incoming []entry       // launched, not yet taken by the poller (ev nil: not covered by an event yet)
-	deferred []entry       // queued inside a group or on a non-blocking communicator: not launched yet
-	serial   uint64        // operations queued so far
-	closed   bool          // stopped or failed: queued does nothing
-	dropped  uint64        // operations not watched: an event could not be made or recorded, or the capture state not read
-	captured uint64        // operations queued into a stream capture: not watched
-	streams  []streamState // the streams operations were queued on
-	host     []entry       // host-side operations (Split, Finalize, ...): followed by their flight-recorder entries
-	period   uint64        // the poller's ticks so far: queued records at most one event per stream and tick
+	// lock, so only the poller contends for it. The fields from mu to open
+	// are what queued's hot path (one more operation into the open run)
+	// reads and writes: kept together, they span two or three cache lines.
+	mu        sync.Mutex
+	closed    bool   // stopped or failed: queued does nothing
+	serial    uint64 // operations queued so far
+	period    uint64 // the poller's ticks so far: queued records at most one event per stream and tick
+	openFast  uint64
+	openEpoch uint64
+	// nonBlocking: the communicator returns ncclInProgress, so events
+	// wait for the next call.
+	nonBlocking atomic.Bool
+	deferred    []entry // queued inside a group or on a non-blocking communicator: not launched yet
 	// open is the run (entry.n) the next operation may join; n 0: none.
 	// The poller takes it at each tick. openFast says one more operation
 	// on its stream may join it without looking at the stream again: the
 	// stream had its event of period openFast-1 and was not being captured
 	// at capture epoch openEpoch.
-	open      entry
-	openFast  uint64
-	openEpoch uint64
+	open entry
 
-	nonBlocking atomic.Bool // the communicator returns ncclInProgress: events wait for the next call
+	free     []*cuda.Event // events whose work completed, for reuse
+	events   int           // events made (free, in flight or abandoned)
+	incoming []entry       // launched, not yet taken by the poller (ev nil: not covered by an event yet)
+	dropped  uint64        // operations not watched: an event could not be made or recorded, or the capture state not read
+	captured uint64        // operations queued into a stream capture: not watched
+	streams  []streamState // the streams operations were queued on
+	host     []entry       // host-side operations (Split, Finalize, ...): followed by their flight-recorder entries
 
 	// The poller's own state (pollMu held while the poller works on it).
 	pollMu       sync.Mutex
@@ -224,23 +228,26 @@ type evResult struct {
 
 // entry is one watched operation.
 type entry struct {
-	ev      *cuda.Event // the event that follows it: recorded after it on its stream, maybe shared with the operations before it there; nil: none yet
-	tr      *trace.Comm
-	ref     trace.Ref
-	e       trace.Event
-	serial  uint64
-	seen    time.Duration // since begun: when the poller first saw it
-	started time.Duration // when it reached the head of its stream; 0: not yet
 	// A run: an entry without an event of its own stands for n operations
 	// (1: itself alone) the communicator recorded one after another on
 	// the same stream (consecutive serials, so consecutive flight-recorder
 	// entries), which the same later event follows; lastRef, lastE and
 	// lastSerial are the newest of them. Queuing one more into a run
-	// costs a few stores into the open run (Watchdog.open), not an entry.
+	// costs a few stores into the open run (Watchdog.open), not an entry:
+	// these fields come first, with e (its stream), so that those stores
+	// stay within the entry's first cache lines.
 	n          int
+	lastSerial uint64
 	lastRef    trace.Ref
 	lastE      trace.Event
-	lastSerial uint64
+	e          trace.Event
+
+	ev      *cuda.Event // the event that follows it: recorded after it on its stream, maybe shared with the operations before it there; nil: none yet
+	tr      *trace.Comm
+	ref     trace.Ref
+	serial  uint64
+	seen    time.Duration // since begun: when the poller first saw it
+	started time.Duration // when it reached the head of its stream; 0: not yet
 }
 
 // newest is the newest operation of the run as an entry of its own.
