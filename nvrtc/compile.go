@@ -35,7 +35,7 @@ func (o Output) String() string {
 	return fmt.Sprintf("Output(%d)", int(o))
 }
 
-// capiOutput is the shim's numbering: 0 PTX, 1 CUBIN, 2 LTO-IR.
+// capi is the shim's numbering of o: 0 PTX, 1 CUBIN, 2 LTO-IR.
 func (o Output) capi() int { return [...]int{1, 0, 2}[o] }
 
 // Options are how Compile compiles.

@@ -245,7 +245,7 @@ func (r *Recorder) SetRank(rank int) {
 	r.mu.Unlock()
 }
 
-// processRank is the rank dumps carry; r.mu held.
+// processRankLocked is the rank dumps carry; r.mu held.
 func (r *Recorder) processRankLocked() int {
 	if r.rankSet {
 		return r.rank
