@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/nccl4go/nccl/internal/capi"
 )
@@ -166,4 +167,18 @@ func check(op, fn string, r int32) error {
 
 func closedError(op, what string) error {
 	return fmt.Errorf("cuda: %s: %s: %w", op, what, ErrClosed)
+}
+
+// destroyOnce is the Destroy of a driver object (handle h on dev): the
+// first call runs destroy (cname, for the error) in dev's context, every
+// later one returns an error wrapping ErrClosed that says what is gone.
+func destroyOnce(destroyed *atomic.Bool, dev Device, h uintptr, op, gone, cname string, destroy func(ctx, h uintptr) int32) error {
+	if destroyed.Swap(true) {
+		return closedError(op, gone)
+	}
+	ctx, err := dev.context(op)
+	if err != nil {
+		return err
+	}
+	return check(op, cname, destroy(ctx, h))
 }

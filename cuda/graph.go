@@ -318,14 +318,7 @@ func (g *Graph) Destroy() error {
 	if g == nil {
 		return nil
 	}
-	if g.destroyed.Swap(true) {
-		return closedError("Graph.Destroy", "graph already destroyed")
-	}
-	ctx, err := g.dev.context("Graph.Destroy")
-	if err != nil {
-		return err
-	}
-	return check("Graph.Destroy", "cuGraphDestroy", capi.CuGraphDestroy(ctx, g.h))
+	return destroyOnce(&g.destroyed, g.dev, g.h, "Graph.Destroy", "graph already destroyed", "cuGraphDestroy", capi.CuGraphDestroy)
 }
 
 // GraphExec is an instantiated graph (CUgraphExec): Launch replays it. It
@@ -376,12 +369,5 @@ func (e *GraphExec) Destroy() error {
 	if e == nil {
 		return nil
 	}
-	if e.destroyed.Swap(true) {
-		return closedError("GraphExec.Destroy", "graph instance already destroyed")
-	}
-	ctx, err := e.dev.context("GraphExec.Destroy")
-	if err != nil {
-		return err
-	}
-	return check("GraphExec.Destroy", "cuGraphExecDestroy", capi.CuGraphExecDestroy(ctx, e.h))
+	return destroyOnce(&e.destroyed, e.dev, e.h, "GraphExec.Destroy", "graph instance already destroyed", "cuGraphExecDestroy", capi.CuGraphExecDestroy)
 }

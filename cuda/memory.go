@@ -345,17 +345,25 @@ func (s Slice[T]) CopyFrom(src Slice[T]) error {
 	return legacyDone("CopyFrom", ctx)
 }
 
+// hostCopy checks a copy between s and n elements of host memory on st: it
+// returns s's context, s's pointer and st's handle.
+func (s Slice[T]) hostCopy(op string, n int, st Stream) (ctx, p, h uintptr, err error) {
+	if ctx, p, err = s.use(op); err != nil {
+		return 0, 0, 0, err
+	}
+	if n != s.n {
+		return 0, 0, 0, lengthError(op, s.n, n)
+	}
+	if h, err = streamFor(op, st, s.a.Device()); err != nil {
+		return 0, 0, 0, err
+	}
+	return ctx, p, h, nil
+}
+
 // CopyFromHostAsync queues a copy of src to the device on st. src is Go
 // (pageable) memory, which the driver has read by the time this returns.
 func (s Slice[T]) CopyFromHostAsync(src []T, st Stream) error {
-	ctx, p, err := s.use("CopyFromHostAsync")
-	if err != nil {
-		return err
-	}
-	if len(src) != s.n {
-		return lengthError("CopyFromHostAsync", s.n, len(src))
-	}
-	h, err := streamFor("CopyFromHostAsync", st, s.a.Device())
+	ctx, p, h, err := s.hostCopy("CopyFromHostAsync", len(src), st)
 	if err != nil {
 		return err
 	}
@@ -365,14 +373,7 @@ func (s Slice[T]) CopyFromHostAsync(src []T, st Stream) error {
 // CopyToHostAsync copies the device memory to dst in the order of st. dst is
 // Go (pageable) memory, so the driver returns only once the copy is done.
 func (s Slice[T]) CopyToHostAsync(dst []T, st Stream) error {
-	ctx, p, err := s.use("CopyToHostAsync")
-	if err != nil {
-		return err
-	}
-	if len(dst) != s.n {
-		return lengthError("CopyToHostAsync", s.n, len(dst))
-	}
-	h, err := streamFor("CopyToHostAsync", st, s.a.Device())
+	ctx, p, h, err := s.hostCopy("CopyToHostAsync", len(dst), st)
 	if err != nil {
 		return err
 	}

@@ -116,14 +116,7 @@ func (s Stream) Destroy() error {
 	if s.s == nil || !s.s.owned {
 		return &ArgError{Op: "Stream.Destroy", Arg: "stream", Reason: "not created by NewStream"}
 	}
-	if s.s.destroyed.Swap(true) {
-		return closedError("Stream.Destroy", "stream already destroyed")
-	}
-	ctx, err := s.s.dev.context("Stream.Destroy")
-	if err != nil {
-		return err
-	}
-	return check("Stream.Destroy", "cuStreamDestroy_v2", capi.CuStreamDestroy(ctx, s.s.h))
+	return destroyOnce(&s.s.destroyed, s.s.dev, s.s.h, "Stream.Destroy", "stream already destroyed", "cuStreamDestroy_v2", capi.CuStreamDestroy)
 }
 
 // Event is a CUDA event with timing enabled. Use it to time work on a stream:
@@ -201,14 +194,7 @@ func (e *Event) Destroy() error {
 	if e == nil {
 		return nil
 	}
-	if e.destroyed.Swap(true) {
-		return closedError("Event.Destroy", "event already destroyed")
-	}
-	ctx, err := e.dev.context("Event.Destroy")
-	if err != nil {
-		return err
-	}
-	return check("Event.Destroy", "cuEventDestroy_v2", capi.CuEventDestroy(ctx, e.h))
+	return destroyOnce(&e.destroyed, e.dev, e.h, "Event.Destroy", "event already destroyed", "cuEventDestroy_v2", capi.CuEventDestroy)
 }
 
 // Elapsed is the GPU time between two recorded events (cuEventElapsedTime,
