@@ -207,57 +207,40 @@ func parseHex(s string) (uint64, error) {
 	return strconv.ParseUint(s, 16, 64)
 }
 
+// unmarshalName sets *dst to the value parse reads from the name b, or
+// fails naming what (the JSON field) and b.
+func unmarshalName[T any](dst *T, b []byte, what string, parse func(string) (T, bool)) error {
+	v, ok := parse(string(b))
+	if !ok {
+		return fmt.Errorf("trace: unknown %s %q", what, b)
+	}
+	*dst = v
+	return nil
+}
+
 // MarshalText writes the operation's name.
 func (o Op) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 // UnmarshalText reads an operation's name.
-func (o *Op) UnmarshalText(b []byte) error {
-	v, ok := ParseOp(string(b))
-	if !ok {
-		return fmt.Errorf("trace: unknown op %q", b)
-	}
-	*o = v
-	return nil
-}
+func (o *Op) UnmarshalText(b []byte) error { return unmarshalName(o, b, "op", ParseOp) }
 
 // MarshalText writes the type's name.
 func (t DataType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 
 // UnmarshalText reads a type's name.
-func (t *DataType) UnmarshalText(b []byte) error {
-	v, ok := ParseDataType(string(b))
-	if !ok {
-		return fmt.Errorf("trace: unknown dtype %q", b)
-	}
-	*t = v
-	return nil
-}
+func (t *DataType) UnmarshalText(b []byte) error { return unmarshalName(t, b, "dtype", ParseDataType) }
 
 // MarshalText writes the operator's name.
 func (o RedOp) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 // UnmarshalText reads an operator's name.
-func (o *RedOp) UnmarshalText(b []byte) error {
-	v, ok := ParseRedOp(string(b))
-	if !ok {
-		return fmt.Errorf("trace: unknown redop %q", b)
-	}
-	*o = v
-	return nil
-}
+func (o *RedOp) UnmarshalText(b []byte) error { return unmarshalName(o, b, "redop", ParseRedOp) }
 
 // MarshalText writes the state's name.
 func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText reads a state's name.
-func (s *State) UnmarshalText(b []byte) error {
-	v, ok := ParseState(string(b))
-	if !ok {
-		return fmt.Errorf("trace: unknown state %q", b)
-	}
-	*s = v
-	return nil
-}
+func (s *State) UnmarshalText(b []byte) error { return unmarshalName(s, b, "state", ParseState) }
 
 // MarshalText writes the class's name.
 func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
