@@ -401,32 +401,24 @@ func (r *reader) triple(rank, size, localRank, localSize, node, nodes string) (f
 		return f, r.fail("%s is set but %s is not", rank, size)
 	}
 	f.localRank, f.localSize, f.node, f.nodes = -1, -1, -1, 0
-	if localRank != "" {
-		if v, ok, err := r.int(localRank); err != nil {
-			return f, err
-		} else if ok {
-			f.localRank, f.localRankName = v, localRank
-		}
+	optional := []struct {
+		name      string
+		v         *int
+		foundName *string
+	}{
+		{localRank, &f.localRank, &f.localRankName},
+		{localSize, &f.localSize, &f.localSizeName},
+		{node, &f.node, &f.nodeName},
+		{nodes, &f.nodes, &f.nodesName},
 	}
-	if localSize != "" {
-		if v, ok, err := r.int(localSize); err != nil {
-			return f, err
-		} else if ok {
-			f.localSize, f.localSizeName = v, localSize
+	for _, o := range optional {
+		if o.name == "" {
+			continue
 		}
-	}
-	if node != "" {
-		if v, ok, err := r.int(node); err != nil {
+		if v, ok, err := r.int(o.name); err != nil {
 			return f, err
 		} else if ok {
-			f.node, f.nodeName = v, node
-		}
-	}
-	if nodes != "" {
-		if v, ok, err := r.int(nodes); err != nil {
-			return f, err
-		} else if ok {
-			f.nodes, f.nodesName = v, nodes
+			*o.v, *o.foundName = v, o.name
 		}
 	}
 	return f, nil
