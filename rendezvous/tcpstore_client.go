@@ -661,11 +661,17 @@ func (s *TCPStore) confirm(c *clientConn, req *request) (bool, error) {
 
 // Set stores value under key. It returns once the server has stored it.
 func (s *TCPStore) Set(ctx context.Context, key string, value []byte) error {
+	return s.write(ctx, "Set", qSet, key, value)
+}
+
+// write sends a query that writes value under key (SET, APPEND) and waits
+// for the server's confirmation.
+func (s *TCPStore) write(ctx context.Context, op string, q queryType, key string, value []byte) error {
 	if err := errors.Join(s.checkKey(key), s.checkValue(value)); err != nil {
-		return &KeyError{Op: "Set", Key: key, Err: err}
+		return &KeyError{Op: op, Key: key, Err: err}
 	}
-	return s.op(ctx, "Set", key, func(c *clientConn) (bool, error) {
-		return s.confirm(c, &request{op: qSet, key: "/" + key, value: value})
+	return s.op(ctx, op, key, func(c *clientConn) (bool, error) {
+		return s.confirm(c, &request{op: q, key: "/" + key, value: value})
 	})
 }
 
@@ -879,12 +885,7 @@ func (s *TCPStore) NumKeys(ctx context.Context) (int64, error) {
 
 // Append appends value to the value under key (creating it).
 func (s *TCPStore) Append(ctx context.Context, key string, value []byte) error {
-	if err := errors.Join(s.checkKey(key), s.checkValue(value)); err != nil {
-		return &KeyError{Op: "Append", Key: key, Err: err}
-	}
-	return s.op(ctx, "Append", key, func(c *clientConn) (bool, error) {
-		return s.confirm(c, &request{op: qAppend, key: "/" + key, value: value})
-	})
+	return s.write(ctx, "Append", qAppend, key, value)
 }
 
 // MultiGet waits until every key exists and returns their values in order.
