@@ -72,10 +72,7 @@ func (c *Communicator) initialize(ctx context.Context, m mode, op string, scalab
 	if c == nil {
 		return argErr(op, "communicator", "nil *Communicator")
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	r, err := loaded()
+	r, err := loadedCtx(ctx)
 	if err != nil {
 		return err
 	}
@@ -257,10 +254,7 @@ func InitAllContext(ctx context.Context, devices []int, cfg *Config) ([]*Communi
 // initAll is InitAll, finished as m says.
 func initAll(ctx context.Context, m mode, devices []int, cfg *Config) ([]*Communicator, error) {
 	const op = "InitAll"
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	r, err := loaded()
+	r, err := loadedCtx(ctx)
 	if err != nil {
 		return nil, err
 	}
