@@ -9,7 +9,7 @@ import (
 
 // Stream is a CUDA stream (CUstream) and the device it belongs to. The zero
 // Stream is the legacy default stream of whatever device the operation runs
-// on; Device.DefaultStream is the same stream bound to one device. A Stream
+// on; [Device.DefaultStream] is the same stream bound to one device. A Stream
 // is a small value: copy it freely. It is safe for concurrent use.
 type Stream struct{ s *stream }
 
@@ -55,7 +55,7 @@ func (s Stream) Handle() uintptr {
 	return s.s.h
 }
 
-// Device is the stream's device; ok is false for the zero Stream.
+// Device is the stream's device; ok is false for the zero [Stream].
 func (s Stream) Device() (d Device, ok bool) {
 	if s.s == nil {
 		return 0, false
@@ -64,7 +64,7 @@ func (s Stream) Device() (d Device, ok bool) {
 }
 
 // resolve returns what an operation on the stream needs: its handle and
-// device (-1 for the zero Stream, which fits any device), or ErrClosed after
+// device (-1 for the zero [Stream], which fits any device), or [ErrClosed] after
 // Destroy (cudabridge.StreamResolve).
 func (s Stream) resolve() (handle uintptr, dev int, err error) {
 	if s.s == nil {
@@ -110,7 +110,7 @@ func (s Stream) Done() (bool, error) {
 }
 
 // Destroy destroys a stream made by NewStream. A second Destroy returns an
-// error wrapping ErrClosed; destroying a default or wrapped stream is an
+// error wrapping [ErrClosed]; destroying a default or wrapped stream is an
 // error and leaves it alone.
 func (s Stream) Destroy() error {
 	if s.s == nil || !s.s.owned {
@@ -120,7 +120,7 @@ func (s Stream) Destroy() error {
 }
 
 // Event is a CUDA event with timing enabled. Use it to time work on a stream:
-// record one before and one after, then Elapsed. It is safe for concurrent use.
+// record one before and one after, then [Elapsed]. It is safe for concurrent use.
 type Event struct {
 	h         uintptr
 	dev       Device
@@ -189,7 +189,7 @@ func (e *Event) Done() (bool, error) {
 	return r == 0, check("Event.Done", "cuEventQuery", r)
 }
 
-// Destroy releases the event. A second Destroy returns ErrClosed.
+// Destroy releases the event. A second Destroy returns [ErrClosed].
 func (e *Event) Destroy() error {
 	if e == nil {
 		return nil

@@ -9,7 +9,7 @@ import (
 )
 
 // CapabilityError says why a communicator cannot run a device-API path.
-// errors.Is matches nccl.ErrUnsupported.
+// errors.Is matches [nccl.ErrUnsupported].
 type CapabilityError struct {
 	// Path is "LSA", "multimem" or "GIN".
 	Path string
@@ -22,7 +22,7 @@ func (e *CapabilityError) Error() string {
 	return fmt.Sprintf("devapi: %s kernels cannot run on this communicator: %s", e.Path, e.Reason)
 }
 
-// Is matches nccl.ErrUnsupported and errors.ErrUnsupported.
+// Is matches [nccl.ErrUnsupported] and errors.ErrUnsupported.
 func (e *CapabilityError) Is(target error) bool { return errors.Is(nccl.ErrUnsupported, target) }
 
 // properties returns c's device-API properties, or a reason they cannot
@@ -40,7 +40,7 @@ func properties(c *nccl.Communicator, path string) (*nccl.Properties, error) {
 }
 
 // require is nil when c's properties have what path needs (has), else a
-// CapabilityError for path saying why not.
+// [CapabilityError] for path saying why not.
 func require(c *nccl.Communicator, path string, has func(*nccl.Properties) bool, why string) error {
 	p, err := properties(c, path)
 	return verdict(p, err, path, has, why)
@@ -62,7 +62,7 @@ func verdict(p *nccl.Properties, err error, path string, has func(*nccl.Properti
 // communicator reports device-API support. On NCCL before 2.29.2, which
 // cannot say, it returns nil too (creating the device communicator is the
 // test there), except for a communicator of one rank before NCCL 2.28.7,
-// which NCCL never gives symmetric memory (nccl.SymmetricMemoryError).
+// which NCCL never gives symmetric memory ([nccl.SymmetricMemoryError]).
 func RequireLSA(c *nccl.Communicator) error {
 	p, err := properties(c, "LSA")
 	var ce *CapabilityError

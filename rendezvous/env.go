@@ -10,10 +10,10 @@ import (
 	"strings"
 )
 
-// Launcher names what started the job, as FromEnv found it.
+// Launcher names what started the job, as [FromEnv] found it.
 type Launcher string
 
-// The launchers FromEnv recognizes.
+// The launchers [FromEnv] recognizes.
 const (
 	// LauncherNone: no launcher variables; the process is a job of one rank.
 	LauncherNone Launcher = "none"
@@ -38,7 +38,7 @@ const (
 )
 
 // Environment variables of nccl4go. They take precedence over every
-// launcher's: each one set replaces the value FromEnv found elsewhere.
+// launcher's: each one set replaces the value [FromEnv] found elsewhere.
 const (
 	EnvRank           = "NCCL4GO_RANK"
 	EnvWorldSize      = "NCCL4GO_WORLD_SIZE"
@@ -68,14 +68,14 @@ const DefaultMasterPort = 29500
 
 // Job is one process's place in a job, as the launcher describes it.
 type Job struct {
-	// Launcher is what set the variables FromEnv read.
+	// Launcher is what set the variables [FromEnv] read.
 	Launcher Launcher
 	// Rank is this process's rank, 0 to WorldSize-1.
 	Rank int
 	// WorldSize is the number of processes (ranks) of the job.
 	WorldSize int
 	// LocalRank is the rank among the processes on this node, 0 to
-	// LocalWorldSize-1; Init picks the GPU from it.
+	// LocalWorldSize-1; [Init] picks the GPU from it.
 	LocalRank int
 	// LocalWorldSize is the number of processes on this node.
 	LocalWorldSize int
@@ -135,13 +135,13 @@ func (j *Job) String() string {
 	return s
 }
 
-// MaxWorldSize is the largest world size FromEnv accepts: 2^20 ranks, far
+// MaxWorldSize is the largest world size [FromEnv] accepts: 2^20 ranks, far
 // above any job NCCL has run, and small enough that a per-rank table of
-// the job (Session.AllGather's) cannot exhaust memory by itself. A larger
-// value is an *EnvError.
+// the job ([Session.AllGather]'s) cannot exhaust memory by itself. A larger
+// value is an *[EnvError].
 const MaxWorldSize = 1 << 20
 
-// EnvError is a job environment FromEnv cannot use: a value missing, out of
+// EnvError is a job environment [FromEnv] cannot use: a value missing, out of
 // range or contradicting another. It names the variables read and their
 // values.
 type EnvError struct {
@@ -168,12 +168,12 @@ func (e *EnvError) Error() string {
 }
 
 // FromEnv returns the job as the process's launcher describes it in the
-// environment. See FromLookup for the variables and their precedence.
+// environment. See [FromLookup] for the variables and their precedence.
 func FromEnv() (*Job, error) {
 	return fromLookup(os.LookupEnv, os.Getppid())
 }
 
-// FromMap is FromLookup over a map, for tests and for environments a
+// FromMap is [FromLookup] over a map, for tests and for environments a
 // program builds.
 func FromMap(env map[string]string) (*Job, error) {
 	return FromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
@@ -212,7 +212,7 @@ func FromMap(env map[string]string) (*Job, error) {
 // set (mpirun -x MASTER_ADDR), else 127.0.0.1 when every rank is on one node,
 // else the first host of SLURM_JOB_NODELIST (mpirun inside sbatch, where the
 // first node runs rank 0); without a port, the port derives from the job id
-// (10000 + a hash of it modulo 20000), else is DefaultMasterPort.
+// (10000 + a hash of it modulo 20000), else is [DefaultMasterPort].
 //
 // Kubeflow's PyTorchJob with nprocPerNode > 1 sets RANK to the pod's index
 // while WORLD_SIZE counts processes (pods × nprocPerNode), for torchrun to
@@ -225,7 +225,7 @@ func FromMap(env map[string]string) (*Job, error) {
 // one node (MASTER_ADDR is a loopback address, or only one node), else 0 of
 // 1 (one process per pod or container).
 //
-// A missing or contradictory value is an *EnvError naming the variables read.
+// A missing or contradictory value is an *[EnvError] naming the variables read.
 func FromLookup(lookup func(string) (string, bool)) (*Job, error) {
 	return fromLookup(lookup, 0)
 }

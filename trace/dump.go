@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Schema is the value of a dump's "schema" field, and SchemaVersion of its
+// [Schema] is the value of a dump's "schema" field, and [SchemaVersion] of its
 // "version" field. The version grows when a field changes meaning or a new
 // operation, type or state name appears; readers reject versions they do not
 // know.
@@ -59,8 +59,8 @@ type DumpComm struct {
 	LastCompletedSeq uint64 `json:"last_completed_seq"`
 }
 
-// DumpEntry is one recorded operation in a dump. DataType and Count are
-// meaningful when Op.HasData, RedOp when Op.HasRedOp, State when Watched;
+// DumpEntry is one recorded operation in a dump. [DataType] and Count are
+// meaningful when [Op.HasData], [RedOp] when [Op.HasRedOp], [State] when Watched;
 // the JSON form leaves out what is not meaningful.
 type DumpEntry struct {
 	ID          uint64
@@ -84,7 +84,7 @@ type DumpEntry struct {
 	DurationNs  int64
 }
 
-// jsonEntry is DumpEntry's JSON form.
+// jsonEntry is [DumpEntry]'s JSON form.
 type jsonEntry struct {
 	ID          uint64    `json:"id"`
 	Comm        uint32    `json:"comm"`
@@ -467,7 +467,7 @@ func (e *DumpError) Error() string {
 // Unwrap is the underlying problem.
 func (e *DumpError) Unwrap() error { return e.Err }
 
-// maxDumpBytes bounds what ReadDump reads.
+// maxDumpBytes bounds what [ReadDump] reads.
 const maxDumpBytes = 1 << 30
 
 // ReadDump reads one JSON dump and checks it (see Validate). At most 1
@@ -555,7 +555,7 @@ func ReadDumpFile(path string) (*Dump, error) {
 	return d, nil
 }
 
-// Source is the file ReadDumpFile read d from ("" otherwise).
+// Source is the file [ReadDumpFile] read d from ("" otherwise).
 func (d *Dump) Source() string { return d.source }
 
 // Validate checks what the analyzer relies on: the schema and version,

@@ -55,7 +55,7 @@ func TestDocLinks(t *testing.T) {
 // and accepts what exists (fields and methods included).
 func TestDocLinksCatchesDangling(t *testing.T) {
 	dir := t.TempDir()
-	src := `// Package p: see [T.M], [T.F], [strings.Cut], [Gone], [T.Gone] and [strings.Gone].
+	src := `// Package p: see [T.M], [T.F], [p.T], [strings.Cut], [Gone], [T.Gone] and [strings.Gone].
 package p
 
 import "strings"
@@ -84,8 +84,8 @@ func F() { _ = strings.Cut }
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("flagged %q, want %q", got, want)
 	}
-	if links != 10 {
-		t.Errorf("links = %d, want 10", links)
+	if links != 11 {
+		t.Errorf("links = %d, want 11", links)
 	}
 }
 
@@ -221,8 +221,10 @@ func checkDocLinks(idx *symIndex, dir string) (bad []string, links int, err erro
 	}
 	p := &comment.Parser{
 		LookupPackage: func(name string) (string, bool) {
-			ip, ok := imports[name]
-			return ip, ok
+			if ip, ok := imports[name]; ok {
+				return ip, true
+			}
+			return "", name == files[0].Name.Name // [p.Name] in package p
 		},
 		// Every exported-looking name is a link candidate, so that a
 		// dangling one is seen (go/doc would print it as plain text).
