@@ -328,21 +328,29 @@ func (s Slice[T]) ToHost() ([]T, error) {
 // done, so CopyFrom then synchronizes the legacy default stream, as
 // [Slice.CopyFromHost] does).
 func (s Slice[T]) CopyFrom(src Slice[T]) error {
-	ctx, p, err := s.use("CopyFrom")
+	ctx, p, q, err := s.pair("CopyFrom", src)
 	if err != nil {
 		return err
-	}
-	_, q, err := src.use("CopyFrom")
-	if err != nil {
-		return err
-	}
-	if src.n != s.n {
-		return lengthError("CopyFrom", s.n, src.n)
 	}
 	if err := check("CopyFrom", "cuMemcpyDtoD_v2", capi.CuMemcpyDtoD(ctx, p, q, s.Bytes())); err != nil {
 		return err
 	}
 	return legacyDone("CopyFrom", ctx)
+}
+
+// pair checks a device-to-device copy of src to s: it returns s's context
+// and both pointers.
+func (s Slice[T]) pair(op string, src Slice[T]) (ctx, p, q uintptr, err error) {
+	if ctx, p, err = s.use(op); err != nil {
+		return 0, 0, 0, err
+	}
+	if _, q, err = src.use(op); err != nil {
+		return 0, 0, 0, err
+	}
+	if src.n != s.n {
+		return 0, 0, 0, lengthError(op, s.n, src.n)
+	}
+	return ctx, p, q, nil
 }
 
 // hostCopy checks a copy between s and n elements of host memory on st: it
@@ -382,16 +390,9 @@ func (s Slice[T]) CopyToHostAsync(dst []T, st Stream) error {
 
 // CopyFromAsync queues a device-to-device copy of src on st.
 func (s Slice[T]) CopyFromAsync(src Slice[T], st Stream) error {
-	ctx, p, err := s.use("CopyFromAsync")
+	ctx, p, q, err := s.pair("CopyFromAsync", src)
 	if err != nil {
 		return err
-	}
-	_, q, err := src.use("CopyFromAsync")
-	if err != nil {
-		return err
-	}
-	if src.n != s.n {
-		return lengthError("CopyFromAsync", s.n, src.n)
 	}
 	h, err := streamFor("CopyFromAsync", st, s.a.Device())
 	if err != nil {

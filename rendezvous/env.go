@@ -415,10 +415,8 @@ func (r *reader) triple(rank, size, localRank, localSize, node, nodes string) (f
 		if o.name == "" {
 			continue
 		}
-		if v, ok, err := r.int(o.name); err != nil {
+		if err := r.setInt(o.name, o.v, o.foundName); err != nil {
 			return f, err
-		} else if ok {
-			*o.v, *o.foundName = v, o.name
 		}
 	}
 	return f, nil
@@ -571,41 +569,38 @@ func (r *reader) slurm() (found, error) {
 	return f, nil
 }
 
+// setInt sets *dst from the integer variable name when it is set, and
+// *dstName (unless nil) to name, so that messages can name the variable.
+func (r *reader) setInt(name string, dst *int, dstName *string) error {
+	v, ok, err := r.int(name)
+	if err != nil || !ok {
+		return err
+	}
+	*dst = v
+	if dstName != nil {
+		*dstName = name
+	}
+	return nil
+}
+
 // overrides applies the NCCL4GO_* variables that are set.
 func (r *reader) overrides(f *found) error {
-	set := func(name string, dst *int, dstName *string) error {
-		v, ok, err := r.int(name)
-		if err != nil {
+	for _, o := range []struct {
+		name      string
+		v         *int
+		foundName *string
+	}{
+		{EnvRank, &f.rank, &f.rankName},
+		{EnvWorldSize, &f.size, &f.sizeName},
+		{EnvLocalRank, &f.localRank, &f.localRankName},
+		{EnvLocalWorldSize, &f.localSize, &f.localSizeName},
+		{EnvNodeRank, &f.node, &f.nodeName},
+		{EnvNumNodes, &f.nodes, &f.nodesName},
+		{EnvMasterPort, &f.port, nil},
+	} {
+		if err := r.setInt(o.name, o.v, o.foundName); err != nil {
 			return err
 		}
-		if ok {
-			*dst = v
-			if dstName != nil {
-				*dstName = name
-			}
-		}
-		return nil
-	}
-	if err := set(EnvRank, &f.rank, &f.rankName); err != nil {
-		return err
-	}
-	if err := set(EnvWorldSize, &f.size, &f.sizeName); err != nil {
-		return err
-	}
-	if err := set(EnvLocalRank, &f.localRank, &f.localRankName); err != nil {
-		return err
-	}
-	if err := set(EnvLocalWorldSize, &f.localSize, &f.localSizeName); err != nil {
-		return err
-	}
-	if err := set(EnvNodeRank, &f.node, &f.nodeName); err != nil {
-		return err
-	}
-	if err := set(EnvNumNodes, &f.nodes, &f.nodesName); err != nil {
-		return err
-	}
-	if err := set(EnvMasterPort, &f.port, nil); err != nil {
-		return err
 	}
 	if v, ok := r.get(EnvMasterAddr); ok {
 		f.addr = v

@@ -329,35 +329,34 @@ static capi_status ctx_failure(int curesult) {
 	return s;
 }
 
-#define CAPI_WITH_CTX(ctx, call)                        \
-	do {                                            \
-		uintptr_t prev_;                        \
-		int cr_ = ctx_enter((ctx), &prev_);     \
-		if (cr_) {                              \
-			return ctx_failure(cr_);        \
-		}                                       \
-		capi_status st_ = nccl_status(call);    \
-		ctx_leave((ctx), prev_);                \
-		return st_;                             \
+// CAPI_IN_CTX runs call (an NCCL call) with ctx current and leaves its
+// status in st_; a context that cannot be made current returns at once.
+#define CAPI_IN_CTX(ctx, call)                      \
+	uintptr_t prev_;                            \
+	int cr_ = ctx_enter((ctx), &prev_);         \
+	if (cr_) {                                  \
+		return ctx_failure(cr_);            \
+	}                                           \
+	capi_status st_ = nccl_status(call);        \
+	ctx_leave((ctx), prev_)
+
+#define CAPI_WITH_CTX(ctx, call)        \
+	do {                            \
+		CAPI_IN_CTX(ctx, call); \
+		return st_;             \
 	} while (0)
 
 // The creating calls also record the new communicator inside a group (the
 // pointer exists before the group ends; split, shrink and grow write theirs
 // later, and the Go side waits for those itself).
-#define CAPI_WITH_CTX_TRACK(ctx, call, out)                                     \
-	do {                                                                    \
-		uintptr_t prev_;                                                \
-		int cr_ = ctx_enter((ctx), &prev_);                             \
-		if (cr_) {                                                      \
-			return ctx_failure(cr_);                                \
-		}                                                               \
-		capi_status st_ = nccl_status(call);                            \
-		ctx_leave((ctx), prev_);                                        \
-		repair_group_depth(st_.code);                                   \
-		if ((st_.code == 0 || st_.code == 7) && *(out)) {               \
-			group_track(*(out));                                    \
-		}                                                               \
-		return st_;                                                     \
+#define CAPI_WITH_CTX_TRACK(ctx, call, out)                       \
+	do {                                                      \
+		CAPI_IN_CTX(ctx, call);                           \
+		repair_group_depth(st_.code);                     \
+		if ((st_.code == 0 || st_.code == 7) && *(out)) { \
+			group_track(*(out));                      \
+		}                                                 \
+		return st_;                                       \
 	} while (0)
 
 capi_status capi_ncclCommInitRankConfig(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank,
