@@ -174,14 +174,7 @@ func (h Hash) String() string { return fmt.Sprintf("0x%016x", uint64(h)) }
 func (h Hash) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
 
 // UnmarshalText reads a hexadecimal hash, with or without 0x.
-func (h *Hash) UnmarshalText(b []byte) error {
-	n, err := parseHex(string(b))
-	if err != nil {
-		return fmt.Errorf("trace: hash %q: %w", b, err)
-	}
-	*h = Hash(n)
-	return nil
-}
+func (h *Hash) UnmarshalText(b []byte) error { return unmarshalHex(h, b, "hash") }
 
 // Handle is a stream handle; JSON writes it as a hexadecimal string.
 type Handle uintptr
@@ -193,18 +186,18 @@ func (h Handle) String() string { return "0x" + strconv.FormatUint(uint64(h), 16
 func (h Handle) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
 
 // UnmarshalText reads a hexadecimal handle, with or without 0x.
-func (h *Handle) UnmarshalText(b []byte) error {
-	n, err := parseHex(string(b))
-	if err != nil {
-		return fmt.Errorf("trace: stream %q: %w", b, err)
-	}
-	*h = Handle(n)
-	return nil
-}
+func (h *Handle) UnmarshalText(b []byte) error { return unmarshalHex(h, b, "stream") }
 
-func parseHex(s string) (uint64, error) {
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
-	return strconv.ParseUint(s, 16, 64)
+// unmarshalHex sets *dst to the hexadecimal number b (with or without 0x),
+// or fails naming what (the JSON field) and b.
+func unmarshalHex[T ~uint64 | ~uintptr](dst *T, b []byte, what string) error {
+	s := strings.TrimPrefix(strings.TrimPrefix(string(b), "0x"), "0X")
+	n, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		return fmt.Errorf("trace: %s %q: %w", what, b, err)
+	}
+	*dst = T(n)
+	return nil
 }
 
 // unmarshalName sets *dst to the value parse reads from the name b, or
