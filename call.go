@@ -73,7 +73,7 @@ const (
 	takePrepared             // and its identity and hot-path facts are cached
 )
 
-// lockLive locks c and returns its NCCL pointer, or a StateError (unlocked).
+// lockLive locks c and returns its NCCL pointer, or a [StateError] (unlocked).
 func (c *Communicator) lockLive(op string) (uintptr, error) {
 	if c == nil {
 		return 0, refusal(op, stateNull, evUse, nil)
@@ -292,7 +292,7 @@ func (c *Communicator) finish(ctx context.Context, m mode, op, fn string, st cap
 func completes(m mode, blocking bool) bool { return m == completed || blocking }
 
 // accepted reports whether NCCL accepted a call that returned st: it
-// succeeded, or a non-blocking communicator's call goes on (InProgress).
+// succeeded, or a non-blocking communicator's call goes on ([InProgress]).
 func accepted(st capi.Status) bool { return st.Code == 0 || Result(st.Code) == InProgress }
 
 // Wait waits until the communicator's operations in progress have finished
