@@ -40,7 +40,7 @@
 // running [Recorder.WatchDumpRequests] dumps once per request: a watchdog
 // that times out on one rank dumps there and asks the others.
 //
-// # [Dump] format
+// # Dump format
 //
 // A dump is one JSON object, schema "nccl4go-trace", version 1. The version
 // changes when a field changes meaning or a new name appears in an
