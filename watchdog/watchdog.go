@@ -69,6 +69,7 @@ const (
 	DefaultPollInterval = 100 * time.Millisecond // how often the GPU's progress is looked at
 	DefaultExitCode     = 6                      // the status of a process ended by SIGABRT, as PyTorch's watchdog ends it
 	DefaultHeartbeat    = 8 * time.Minute        // PyTorch's TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC
+	MinHeartbeat        = 100 * time.Millisecond // the shortest positive Options.Heartbeat Watch takes
 )
 
 // exitGrace is how long, with [Options.Exit], the action and then OnFailure
@@ -119,11 +120,16 @@ type Options struct {
 	// never returns), a monitor goroutine dumps the flight recorder,
 	// prints why to standard error and ends the process with ExitCode,
 	// whatever Exit says, as PyTorch's TORCH_NCCL_ENABLE_MONITORING does.
-	// 0 means [DefaultHeartbeat]; negative turns the monitor off. The
+	// 0 means [DefaultHeartbeat]; negative turns the monitor off; a positive
+	// value shorter than [MinHeartbeat] is refused. The
 	// process's monitor uses the shortest Heartbeat of the watchdogs
 	// running.
 	Heartbeat time.Duration
 }
+
+// defaultHeartbeat is what Options.Heartbeat 0 means: DefaultHeartbeat
+// (tests shorten it).
+var defaultHeartbeat = DefaultHeartbeat
 
 // Watchdog watches one communicator's operations. Its methods are safe for
 // concurrent use. Make one with [Watch]: the zero Watchdog, and a nil one,
@@ -318,8 +324,13 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 	if opts.ExitCode == 0 {
 		opts.ExitCode = DefaultExitCode
 	}
+	if opts.Heartbeat > 0 && opts.Heartbeat < MinHeartbeat {
+		// A bound shorter than one slow round of event queries would end
+		// a healthy process.
+		return nil, fmt.Errorf("watchdog: Watch: Heartbeat %v: at least %v (0: DefaultHeartbeat; negative: no monitor): %w", opts.Heartbeat, MinHeartbeat, nccl.ErrInvalidArgument)
+	}
 	if opts.Heartbeat == 0 {
-		opts.Heartbeat = DefaultHeartbeat
+		opts.Heartbeat = defaultHeartbeat
 	}
 	if c == nil {
 		return nil, fmt.Errorf("watchdog: Watch: nil communicator: %w", nccl.ErrInvalidArgument)
