@@ -401,25 +401,13 @@ func (r *reader) triple(rank, size, localRank, localSize, node, nodes string) (f
 		return f, r.fail("%s is set but %s is not", rank, size)
 	}
 	f.localRank, f.localSize, f.node, f.nodes = -1, -1, -1, 0
-	optional := []struct {
-		name      string
-		v         *int
-		foundName *string
-	}{
+	err = r.setInts([]intVar{
 		{localRank, &f.localRank, &f.localRankName},
 		{localSize, &f.localSize, &f.localSizeName},
 		{node, &f.node, &f.nodeName},
 		{nodes, &f.nodes, &f.nodesName},
-	}
-	for _, o := range optional {
-		if o.name == "" {
-			continue
-		}
-		if err := r.setInt(o.name, o.v, o.foundName); err != nil {
-			return f, err
-		}
-	}
-	return f, nil
+	})
+	return f, err
 }
 
 // torch reads torchrun's or a Kubernetes operator's variables.
@@ -569,27 +557,39 @@ func (r *reader) slurm() (found, error) {
 	return f, nil
 }
 
-// setInt sets *dst from the integer variable name when it is set, and
-// *dstName (unless nil) to name, so that messages can name the variable.
-func (r *reader) setInt(name string, dst *int, dstName *string) error {
-	v, ok, err := r.int(name)
-	if err != nil || !ok {
-		return err
-	}
-	*dst = v
-	if dstName != nil {
-		*dstName = name
+// intVar is an integer variable to read into a field of found: name (""
+// for one the launcher does not set), the field, and where to note the
+// variable's name (nil: nowhere).
+type intVar struct {
+	name      string
+	v         *int
+	foundName *string
+}
+
+// setInts sets each variable's field from the variables that are set.
+func (r *reader) setInts(vars []intVar) error {
+	for _, o := range vars {
+		if o.name == "" {
+			continue
+		}
+		v, ok, err := r.int(o.name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		*o.v = v
+		if o.foundName != nil {
+			*o.foundName = o.name
+		}
 	}
 	return nil
 }
 
 // overrides applies the NCCL4GO_* variables that are set.
 func (r *reader) overrides(f *found) error {
-	for _, o := range []struct {
-		name      string
-		v         *int
-		foundName *string
-	}{
+	if err := r.setInts([]intVar{
 		{EnvRank, &f.rank, &f.rankName},
 		{EnvWorldSize, &f.size, &f.sizeName},
 		{EnvLocalRank, &f.localRank, &f.localRankName},
@@ -597,10 +597,8 @@ func (r *reader) overrides(f *found) error {
 		{EnvNodeRank, &f.node, &f.nodeName},
 		{EnvNumNodes, &f.nodes, &f.nodesName},
 		{EnvMasterPort, &f.port, nil},
-	} {
-		if err := r.setInt(o.name, o.v, o.foundName); err != nil {
-			return err
-		}
+	}); err != nil {
+		return err
 	}
 	if v, ok := r.get(EnvMasterAddr); ok {
 		f.addr = v
