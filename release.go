@@ -46,5 +46,5 @@ func ParseRelease(s string) (Release, error) {
 }
 
 // deviceAPIVersion is the version the binding declares in device-API
-// structs (properties, requirements): min(ABIRelease, loaded).
+// structs (properties, requirements): min([ABIRelease], loaded).
 func deviceAPIVersion(loaded Release) Release { return min(loaded, ABIRelease) }
