@@ -383,8 +383,7 @@ func (w *Window) MultimemPointer(offsetBytes uint64) (uintptr, error) {
 // the multicast object of team (a [TeamResource] made with multimem and
 // passed to [Communicator.CreateDevComm], which has made its device
 // communicator), rather than the LSA team's ([Window.MultimemPointer]).
-// Where the system has no multimem, NCCL returns no address, an error
-// wrapping [ErrUnsupported]. Not collective. NCCL 2.29.2.
+// Not collective. NCCL 2.29.2.
 func (w *Window) MultimemPointerFor(team *TeamResource, offsetBytes uint64) (uintptr, error) {
 	const op = "Window.MultimemPointerFor"
 	if _, err := require(capi.SymGetMultimemDevicePointer); err != nil {
