@@ -28,8 +28,25 @@ type Properties struct {
 	HostRMASupport *bool `json:"host_rma_support"`
 	// RailedGINType is the GIN transport of rail connections. NCCL 2.29.7.
 	RailedGINType *GINType `json:"railed_gin_type"`
-	// Declared is the struct version the binding declared to NCCL:
-	// min([ABIRelease], the loaded release).
+	// CommHash identifies the communicator: the same on every rank of it
+	// (commHash). NCCL 2.31.0.
+	CommHash *uint64 `json:"comm_hash,omitempty"`
+	// GINMinStride is the smallest rank stride GIN connects: 1 with a
+	// [GINConnectionFull] connection, else the number of consecutive ranks
+	// of a host (ginMinStride). NCCL 2.31.0.
+	GINMinStride *int `json:"gin_min_stride,omitempty"`
+	// GINConnectionType is the communicator's GIN connection
+	// (ginConnectionType). NCCL 2.31.0.
+	GINConnectionType *GINConnectionType `json:"gin_connection_type,omitempty"`
+	// GINSupport is the set of GIN transports the communicator can use
+	// (ginSupport[], indexed by ncclGinType_t). NCCL 2.31.0.
+	GINSupport *GINTypeSet `json:"gin_support,omitempty"`
+	// DevCommRuntimeVersionSize is the size in bytes of the library's own
+	// ncclDevComm_t (devCommRuntimeVersionSize). NCCL 2.31.0.
+	DevCommRuntimeVersionSize *int `json:"devcomm_runtime_version_size,omitempty"`
+	// Declared is the struct version the binding declared to NCCL: the
+	// loaded release for a 2.31 library (the 144-byte layout), else
+	// min(2.30.7, the loaded release).
 	Declared Release `json:"declared_version"`
 }
 
@@ -43,7 +60,7 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := deviceAPIVersion(r)
+	v := propsVersion(r)
 	l, ok := versions.PropsLayoutFor(int(v))
 	if !ok { // a library with the function, reporting an older release
 		l = versions.PropsLayouts[0]
@@ -67,6 +84,17 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 	if has(v, versions.PropsNumLSATeams) {
 		n, h, g := int(raw.NLsaTeams), raw.HostRMASupport, GINType(raw.RailedGINType)
 		p.NumLSATeams, p.HostRMASupport, p.RailedGINType = &n, &h, &g
+	}
+	if has(v, versions.PropsCommHash) && l.Family == capi.PropsV23100 {
+		hash, stride, conn, size := raw.CommHash, int(raw.GINMinStride), GINConnectionType(raw.GINConnectionType), int(raw.DevCommRuntimeVersionSize)
+		var set GINTypeSet
+		for i, ok := range raw.GINSupport {
+			if ok {
+				set |= 1 << i
+			}
+		}
+		p.CommHash, p.GINMinStride, p.GINConnectionType, p.DevCommRuntimeVersionSize = &hash, &stride, &conn, &size
+		p.GINSupport = &set
 	}
 	c.props = p
 	return 0, nil
@@ -108,12 +136,22 @@ func (c *Communicator) Properties() (Properties, error) {
 	if err != nil {
 		return Properties{}, err
 	}
+	return p.clone(), nil
+}
+
+// clone copies p, and what its pointer fields point to.
+func (p *Properties) clone() Properties {
 	out := *p
 	if p.NumLSATeams != nil {
 		n, h, g := *p.NumLSATeams, *p.HostRMASupport, *p.RailedGINType
 		out.NumLSATeams, out.HostRMASupport, out.RailedGINType = &n, &h, &g
 	}
-	return out, nil
+	if p.CommHash != nil {
+		hash, stride, conn, size, set := *p.CommHash, *p.GINMinStride, *p.GINConnectionType, *p.DevCommRuntimeVersionSize, *p.GINSupport
+		out.CommHash, out.GINMinStride, out.GINConnectionType, out.DevCommRuntimeVersionSize = &hash, &stride, &conn, &size
+		out.GINSupport = &set
+	}
+	return out
 }
 
 // CUDADevice is the CUDA device index NCCL reports in the properties

@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -109,14 +110,16 @@ type GINType int32
 
 // GIN transports. The C value 1 is not used.
 const (
-	GINNone  GINType = 0 // NCCL_GIN_TYPE_NONE
-	GINProxy GINType = 2 // NCCL_GIN_TYPE_PROXY
-	GINGDAKI GINType = 3 // NCCL_GIN_TYPE_GDAKI
-	GINGPI   GINType = 4 // NCCL_GIN_TYPE_GPI, NCCL 2.30.7
+	GINNone   GINType = 0 // NCCL_GIN_TYPE_NONE
+	GINProxy  GINType = 2 // NCCL_GIN_TYPE_PROXY
+	GINGDAKI  GINType = 3 // NCCL_GIN_TYPE_GDAKI
+	GINGPI    GINType = 4 // NCCL_GIN_TYPE_GPI, NCCL 2.30.7
+	GINEFAGDA GINType = 5 // NCCL_GIN_TYPE_EFA_GDA, NCCL 2.31.0
 )
 
 var ginTypeNames = map[GINType]string{
 	GINNone: "NCCL_GIN_TYPE_NONE", GINProxy: "NCCL_GIN_TYPE_PROXY", GINGDAKI: "NCCL_GIN_TYPE_GDAKI", GINGPI: "NCCL_GIN_TYPE_GPI",
+	GINEFAGDA: "NCCL_GIN_TYPE_EFA_GDA",
 }
 
 // ginTypeShortNames are the names String wrote before it wrote the C names;
@@ -140,7 +143,7 @@ func (g GINType) MarshalText() ([]byte, error) { return []byte(g.String()), nil 
 // and "UNKNOWN(N)".
 func (g *GINType) UnmarshalText(b []byte) error {
 	for v, s := range ginTypeNames {
-		if string(b) == s || string(b) == ginTypeShortNames[v] {
+		if short, ok := ginTypeShortNames[v]; string(b) == s || ok && string(b) == short {
 			*g = v
 			return nil
 		}
@@ -153,7 +156,37 @@ func (g *GINType) UnmarshalText(b []byte) error {
 		}
 	}
 	return &ArgError{Op: "GINType.UnmarshalText", Arg: "text",
-		Reason: fmt.Sprintf("%q is not NCCL_GIN_TYPE_NONE, NCCL_GIN_TYPE_PROXY, NCCL_GIN_TYPE_GDAKI, NCCL_GIN_TYPE_GPI or ncclGinType(N)", b)}
+		Reason: fmt.Sprintf("%q is not NCCL_GIN_TYPE_NONE, NCCL_GIN_TYPE_PROXY, NCCL_GIN_TYPE_GDAKI, NCCL_GIN_TYPE_GPI, NCCL_GIN_TYPE_EFA_GDA or ncclGinType(N)", b)}
+}
+
+// GINTypeSet is a set of GIN transports: bit t stands for [GINType] t
+// (ncclCommProperties_t's ginSupport[64], NCCL 2.31.0).
+type GINTypeSet uint64
+
+// Has reports whether the set holds g.
+func (s GINTypeSet) Has(g GINType) bool { return g >= 0 && g < 64 && s&(1<<g) != 0 }
+
+// Types lists the set's transports in increasing order.
+func (s GINTypeSet) Types() []GINType {
+	var out []GINType
+	for g := GINType(0); g < 64; g++ {
+		if s.Has(g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// String lists the C names, e.g. "[NCCL_GIN_TYPE_PROXY NCCL_GIN_TYPE_GDAKI]".
+func (s GINTypeSet) String() string { return fmt.Sprint(s.Types()) }
+
+// MarshalJSON writes the set as a list of C names.
+func (s GINTypeSet) MarshalJSON() ([]byte, error) {
+	t := s.Types()
+	if t == nil {
+		t = []GINType{}
+	}
+	return json.Marshal(t)
 }
 
 // GINConnectionType is how a device communicator connects over GIN
@@ -165,6 +198,9 @@ const (
 	GINConnectionNone GINConnectionType = 0 // NCCL_GIN_CONNECTION_NONE
 	GINConnectionFull GINConnectionType = 1 // NCCL_GIN_CONNECTION_FULL
 	GINConnectionRail GINConnectionType = 2 // NCCL_GIN_CONNECTION_RAIL
+	// GINConnectionCustomStride connects ranks a custom stride apart
+	// (NCCL_GIN_CONNECTION_CUSTOM_STRIDE). NCCL 2.31.0.
+	GINConnectionCustomStride GINConnectionType = 3
 )
 
 // String is the C name, e.g. "NCCL_GIN_CONNECTION_FULL"; other values print
@@ -177,6 +213,8 @@ func (g GINConnectionType) String() string {
 		return "NCCL_GIN_CONNECTION_FULL"
 	case GINConnectionRail:
 		return "NCCL_GIN_CONNECTION_RAIL"
+	case GINConnectionCustomStride:
+		return "NCCL_GIN_CONNECTION_CUSTOM_STRIDE"
 	}
 	return fmt.Sprintf("ncclGinConnectionType(%d)", int32(g))
 }

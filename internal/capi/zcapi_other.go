@@ -641,7 +641,8 @@ func CuMemSetAccess(ctx, p uintptr, size uint64, dev int32) int32 {
 }
 
 // CommQueryProperties calls ncclCommQueryProperties declaring version, with
-// the layout of family: PropsV22902 (40 bytes) or PropsV22907 (56 bytes).
+// the layout of family: PropsV22902 (40 bytes), PropsV22907 (56 bytes) or
+// PropsV23100 (144 bytes).
 func CommQueryProperties(comm uintptr, version uint32, family int) (Props, Status) {
 	return *new(Props), Status{Code: NotLoaded, Detail: noCgo}
 }
