@@ -332,3 +332,43 @@ func TestCollConfigHostPathCost(t *testing.T) {
 		}
 	})
 }
+
+// Past the stack buffers (more than 4 Ext entries, more than 256 bytes of
+// strings) a configured call still sends everything, in order.
+func TestCollConfigLargeExt(t *testing.T) {
+	collConfigFake(t, 23203, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		b := collBuf(t, 0, f32s(4)...)
+		long := strings.Repeat("a", 300)
+		var ext []nccl.ConfigExt
+		var want []string
+		for i := range 64 {
+			switch i % 3 {
+			case 0:
+				ext = append(ext, nccl.ConfigExt{VendorID: int32(i), OptionID: 1, Int: int32(i + 100)})
+				want = append(want, fmt.Sprintf("%d:1:%#x", i, i+100))
+			case 1:
+				s := fmt.Sprintf("s%d-%s", i, long[:i])
+				ext = append(ext, nccl.ConfigExt{VendorID: int32(i), OptionID: -1, String: s})
+				want = append(want, fmt.Sprintf(":%s", s))
+			default:
+				ext = append(ext, nccl.ConfigExt{VendorID: int32(i), OptionID: 2, Pointer: uintptr(0x1000 * i)})
+				want = append(want, fmt.Sprintf("%d:2:%#x", i, 0x1000*i))
+			}
+		}
+		cfg := &nccl.CollConfig{AlgSelection: long, Ext: ext}
+		if err := c.AllReduceWith(cfg, b, b, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		line := lastCollConfig(t, "ncclAllReduceConfig")
+		wantFields(t, line, "alg="+long)
+		at := 0
+		for _, w := range want {
+			i := strings.Index(line[at:], w)
+			if i < 0 {
+				t.Fatalf("ext list %q: %q missing or out of order", line, w)
+			}
+			at += i + len(w)
+		}
+	})
+}
