@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/internal/versions"
@@ -255,5 +256,62 @@ func (c *Communicator) RailedGINType() (GINType, error) {
 // report.
 func laterField(f versions.Feature) error {
 	r, _ := loaded()
+	if r >= 23200 && f.Since() >= 23100 {
+		// Not older than the field: the binding does not ask a 2.32
+		// library in the 2.31 layout (propsVersion).
+		return fmt.Errorf("nccl: %s: not read from NCCL %s: its layout of ncclCommProperties_t is not established, so the binding asks it in the 2.30 layout: %w",
+			f.Name(), r, ErrUnsupported)
+	}
 	return unsupportedFeature(f, r)
+}
+
+// propField is one field of the cached properties that the loaded NCCL may
+// not report (nil in Properties): op names the accessor, f the field's row.
+func propField[T any](c *Communicator, op string, f versions.Feature, get func(*Properties) *T) (T, error) {
+	var zero T
+	p, err := c.properties(op)
+	if err != nil {
+		return zero, err
+	}
+	v := get(p)
+	if v == nil {
+		return zero, laterField(f)
+	}
+	return *v, nil
+}
+
+// CommHash identifies the communicator, the same on all its ranks
+// (ncclCommQueryProperties' commHash, cached). Not collective. NCCL 2.31.0
+// (a 2.31 library); [ErrUnsupported] otherwise.
+func (c *Communicator) CommHash() (uint64, error) {
+	return propField(c, "CommHash", versions.PropsCommHash, func(p *Properties) *uint64 { return p.CommHash })
+}
+
+// GINMinStride is the smallest rank stride GIN connects
+// (ncclCommQueryProperties' ginMinStride, cached). Not collective.
+// NCCL 2.31.0 (a 2.31 library); [ErrUnsupported] otherwise.
+func (c *Communicator) GINMinStride() (int, error) {
+	return propField(c, "GINMinStride", versions.PropsGINMinStride, func(p *Properties) *int { return p.GINMinStride })
+}
+
+// GINConnectionType is the communicator's GIN connection
+// (ncclCommQueryProperties' ginConnectionType, cached). Not collective.
+// NCCL 2.31.0 (a 2.31 library); [ErrUnsupported] otherwise.
+func (c *Communicator) GINConnectionType() (GINConnectionType, error) {
+	return propField(c, "GINConnectionType", versions.PropsGINConnectionType, func(p *Properties) *GINConnectionType { return p.GINConnectionType })
+}
+
+// GINSupport is the set of GIN transports the communicator can use
+// (ncclCommQueryProperties' ginSupport[], cached). Not collective.
+// NCCL 2.31.0 (a 2.31 library); [ErrUnsupported] otherwise.
+func (c *Communicator) GINSupport() (GINTypeSet, error) {
+	return propField(c, "GINSupport", versions.PropsGINSupport, func(p *Properties) *GINTypeSet { return p.GINSupport })
+}
+
+// DevCommRuntimeVersionSize is the size in bytes of the loaded library's
+// ncclDevComm_t (ncclCommQueryProperties' devCommRuntimeVersionSize,
+// cached). Not collective. NCCL 2.31.0 (a 2.31 library); [ErrUnsupported]
+// otherwise.
+func (c *Communicator) DevCommRuntimeVersionSize() (int, error) {
+	return propField(c, "DevCommRuntimeVersionSize", versions.PropsDevCommRuntimeVersionSize, func(p *Properties) *int { return p.DevCommRuntimeVersionSize })
 }

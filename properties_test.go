@@ -37,6 +37,11 @@ func propsAccessors(c *nccl.Communicator) map[string]error {
 	_, errs["HostRMASupport"] = c.HostRMASupport()
 	_, errs["RailedGINType"] = c.RailedGINType()
 	_, errs["Properties"] = c.Properties()
+	_, errs["CommHash"] = c.CommHash()
+	_, errs["GINMinStride"] = c.GINMinStride()
+	_, errs["GINConnectionType"] = c.GINConnectionType()
+	_, errs["GINSupport"] = c.GINSupport()
+	_, errs["DevCommRuntimeVersionSize"] = c.DevCommRuntimeVersionSize()
 	return errs
 }
 
@@ -192,6 +197,28 @@ func TestPropertiesAllFields(t *testing.T) {
 				if again, _ := c.Properties(); *again.NumLSATeams != 1 {
 					t.Error("changing a returned Properties changed the cached one")
 				}
+				// The accessors: the same values, or the refusal.
+				hash, err1 := c.CommHash()
+				stride, err2 := c.GINMinStride()
+				conn, err3 := c.GINConnectionType()
+				set, err4 := c.GINSupport()
+				size, err5 := c.DevCommRuntimeVersionSize()
+				for i, err := range []error{err1, err2, err3, err4, err5} {
+					switch {
+					case tc.v231 && err != nil:
+						t.Errorf("accessor %d: %v", i, err)
+					case !tc.v231 && !errors.Is(err, nccl.ErrUnsupported):
+						t.Errorf("accessor %d on %s: %v, want ErrUnsupported", i, tc.name, err)
+					case !tc.v231 && tc.release >= 23200 && !strings.Contains(err.Error(), "not established"):
+						t.Errorf("accessor %d on %s: %q does not say why", i, tc.name, err)
+					}
+				}
+				if tc.v231 && (hash != *p.CommHash || stride != 1 || conn != nccl.GINConnectionFull || set != *p.GINSupport || size != 256) {
+					t.Errorf("accessors: %#x %d %s %s %d", hash, stride, conn, set, size)
+				}
+				if tc.release < 23100 && tc.version == 0 {
+					wantUnsupportedProp(t, "CommHash", err1, "ncclCommProperties_t.commHash", 23100, nccl.Release(tc.release))
+				}
 				if tc.v231 {
 					*p.CommHash, *p.GINSupport = 0, 0
 					if again, _ := c.Properties(); *again.CommHash == 0 || *again.GINSupport == 0 {
@@ -203,9 +230,10 @@ func TestPropertiesAllFields(t *testing.T) {
 	}
 }
 
-// The query runs once per communicator, however many accessors are called.
+// The query runs once per communicator, however many accessors are called
+// (on 2.31.2, where every accessor has its field).
 func TestPropertiesQueriedOnce(t *testing.T) {
-	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23102}, func(t *testing.T) {
 		c := propsComm(t)
 		for range 3 {
 			for name, err := range propsAccessors(c) {
