@@ -104,7 +104,7 @@ func (b Buffer) reason(dev int) (r string, closed bool) {
 
 // memoryReason checks the memory behind b: the allocation it was made
 // from (asking the driver once for adopted memory), or the driver on every
-// call for a Buffer written as a literal.
+// call for a [Buffer] written as a literal.
 func (b Buffer) memoryReason() (string, bool) {
 	a := b.alloc
 	if a == nil {

@@ -73,7 +73,7 @@ const (
 	takePrepared             // and its identity and hot-path facts are cached
 )
 
-// lockLive locks c and returns its NCCL pointer, or a StateError (unlocked).
+// lockLive locks c and returns its NCCL pointer, or a [StateError] (unlocked).
 func (c *Communicator) lockLive(op string) (uintptr, error) {
 	if c == nil {
 		return 0, refusal(op, stateNull, evUse, nil)
@@ -292,7 +292,7 @@ func (c *Communicator) finish(ctx context.Context, m mode, op, fn string, st cap
 func completes(m mode, blocking bool) bool { return m == completed || blocking }
 
 // accepted reports whether NCCL accepted a call that returned st: it
-// succeeded, or a non-blocking communicator's call goes on (InProgress).
+// succeeded, or a non-blocking communicator's call goes on ([InProgress]).
 func accepted(st capi.Status) bool { return st.Code == 0 || Result(st.Code) == InProgress }
 
 // Wait waits until the communicator's operations in progress have finished
@@ -308,21 +308,15 @@ func (c *Communicator) Wait(ctx context.Context) error { return c.wait(ctx, "Wai
 // [ErrInProgress] while an operation runs, or the error that broke it (for
 // example [ErrRemote] when a peer failed). Not collective. NCCL 2.4.2.
 func (c *Communicator) AsyncError() error {
-	state, st, err := c.asyncState("AsyncError")
+	state, st, err := c.pollState("AsyncError")
 	if err != nil {
 		return err
 	}
-	if err := statusErr("AsyncError", "ncclCommGetAsyncError", st); err != nil {
-		return err
+	done, err := asyncOutcome("AsyncError", state, st)
+	if !done {
+		return &Error{Op: "AsyncError", Code: InProgress}
 	}
-	if state == 0 {
-		return nil
-	}
-	e := &Error{Op: "AsyncError", Code: Result(state)}
-	if Result(state) != InProgress {
-		e.Detail = capi.GetLastError()
-	}
-	return e
+	return err
 }
 
 // LastError is ncclGetLastError: NCCL's last warning in this process. NCCL
@@ -343,18 +337,6 @@ func (c *Communicator) checkLive(op string) error {
 	}
 	defer c.mu.Unlock()
 	return nil
-}
-
-// asyncState asks NCCL for the communicator's state once
-// (ncclCommGetAsyncError), with mu held for the call only.
-func (c *Communicator) asyncState(op string) (int32, capi.Status, error) {
-	ptr, err := c.lockLive(op)
-	if err != nil {
-		return 0, capi.Status{}, err
-	}
-	defer c.mu.Unlock()
-	state, st := c.asyncErrorLocked(ptr) // record.go
-	return state, st, nil
 }
 
 // wait polls the communicator's state, with mu released between polls,
@@ -401,8 +383,10 @@ func asyncOutcome(op string, state int32, st capi.Status) (done bool, err error)
 	return true, &Error{Op: op, Code: Result(state), Detail: capi.GetLastError()}
 }
 
-// pollState asks NCCL for the communicator's state once; an idle
-// communicator also settles its windows and device communicators.
+// pollState asks NCCL for the communicator's state once
+// (ncclCommGetAsyncError), with mu held for the call only; an idle
+// communicator also settles its windows and device communicators. wait and
+// AsyncError poll through it.
 func (c *Communicator) pollState(op string) (int32, capi.Status, error) {
 	ptr, err := c.lockLive(op)
 	if err != nil {

@@ -37,6 +37,11 @@ type Communicator struct {
 	nranks   int
 	rank     int
 	identity bool // nranks and rank are cached
+	// The collective hot path reads the fields above and these two (mu
+	// through trace.hooks): kept together, they span two cache lines.
+	coll  collState  // facts the collectives cache (collectives.go)
+	trace traceState // the flight recorder's view (record.go)
+
 	props    *Properties
 	propsErr error // a query failure that cannot change (unsupported)
 
@@ -49,10 +54,8 @@ type Communicator struct {
 	hasClean   bool // cleanup is registered (leak.go)
 
 	resources []resource  // tracked, closed by Destroy and Abort (resource.go)
-	coll      collState   // facts the collectives cache (collectives.go)
 	customOps []*CustomOp // live custom reduction operators (redop.go)
 	life      lifeState   // outputs NCCL writes later: Split/Shrink/Grow, windows (pending.go)
-	trace     traceState  // the flight recorder's view (record.go)
 }
 
 // Blocking reports whether NCCL runs the communicator blocking: its

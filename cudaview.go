@@ -9,7 +9,7 @@ import (
 // cudabridge says why), asserted once to the types cudabridge documents.
 var (
 	// resolveStream is a stream's handle and device (-1: the zero Stream,
-	// any device), or an error wrapping cuda.ErrClosed after Destroy.
+	// any device), or an error wrapping [cuda.ErrClosed] after Destroy.
 	resolveStream = cudabridge.StreamResolve.(func(cuda.Stream) (handle uintptr, dev int, err error))
 	// allocationMemory is the state of an allocation's memory (nil for nil).
 	allocationMemory = cudabridge.AllocationMemory.(func(*cuda.Allocation) *cudabridge.Memory)

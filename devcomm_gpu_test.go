@@ -140,7 +140,13 @@ func TestGPUDevCommOneRank(t *testing.T) {
 	} else {
 		d.Destroy()
 	}
-	if _, err := d.CreateDevComm(nil); !errors.Is(err, nccl.ErrClosed) {
-		t.Errorf("CreateDevComm after Destroy: %v", err)
+	// After Destroy: closed; on a release without ncclDevCommCreate the
+	// gate answers first (seen on NCCL 2.27.7), as it did before Destroy.
+	after, err2 := d.CreateDevComm(nil)
+	switch {
+	case errors.Is(err2, nccl.ErrClosed):
+	case errors.Is(err, nccl.ErrUnsupported) && errors.Is(err2, nccl.ErrUnsupported):
+	default:
+		t.Errorf("CreateDevComm after Destroy: %v, %v; want ErrClosed (or ErrUnsupported where the release lacks it: %v)", after, err2, err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/nccl4go/nccl/cuda"
 )
 
-// DevComm and Window are kernel arguments: pass them to
+// [DevComm] and [Window] are kernel arguments: pass them to
 // [cuda.Function.Launch] for a kernel parameter of type ncclDevComm (by
 // value) or ncclWindow_t.
 var (

@@ -91,7 +91,7 @@
 // NCCL failures are *[Error] (with NCCL's last error message in Detail);
 // arguments the binding rejects before calling NCCL are *[ArgError]; operations
 // on a null or destroyed communicator are *[StateError]. errors.Is works with
-// the sentinels [ErrInvalidArgument], ErrInvalidUsage, [ErrUnhandledCUDA],
+// the sentinels [ErrInvalidArgument], [ErrInvalidUsage], [ErrUnhandledCUDA],
 // [ErrSystem], [ErrInternal], [ErrRemote], ErrInProgress, [ErrTimeout],
 // [ErrNotInitialized], [ErrClosed], ErrUnsupported and [ErrLibraryNotFound]. No
 // function panics on bad input.

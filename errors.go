@@ -237,7 +237,7 @@ func joinDistinct(errs ...error) error {
 
 // groupRefusal is the binding's refusal to act on a communicator because
 // of a group (open on this thread, or holding it on another): nothing was
-// done. It matches ErrInvalidUsage.
+// done. It matches [ErrInvalidUsage].
 type groupRefusal struct{ msg string }
 
 func (e *groupRefusal) Error() string        { return e.msg + ": " + ErrInvalidUsage.Error() }

@@ -54,7 +54,7 @@ func GroupContext(ctx context.Context, fn func() error) error {
 	return group(ctx, completed, fn)
 }
 
-// group is Group, finished as m says.
+// group is [Group], finished as m says.
 func group(ctx context.Context, m mode, fn func() error) (err error) {
 	if fn == nil {
 		return argErr("Group", "fn", "nil function")
@@ -69,7 +69,7 @@ func group(ctx context.Context, m mode, fn func() error) (err error) {
 	return fn()
 }
 
-// endLeftOpen ends the levels a GroupStart inside fn left open above depth
+// endLeftOpen ends the levels a [GroupStart] inside fn left open above depth
 // (the caller's own level), so that the caller's end closes its own level,
 // and says so.
 func endLeftOpen(op string, depth int) error {
@@ -96,7 +96,7 @@ func GroupStart() error {
 	return nil
 }
 
-// groupStart is GroupStart for Group, whose level GroupEnd may not close.
+// groupStart is [GroupStart] for [Group], whose level [GroupEnd] may not close.
 func groupStart() error {
 	if _, err := loaded(); err != nil {
 		return err
@@ -122,7 +122,7 @@ func GroupEnd() error { return groupEndManual(context.Background(), started) }
 // and leaves their group open. Not collective itself. NCCL 2.3.5.
 func GroupEndContext(ctx context.Context) error { return groupEndManual(ctx, completed) }
 
-// groupEndManual is GroupEnd, finished as m says.
+// groupEndManual is [GroupEnd], finished as m says.
 func groupEndManual(ctx context.Context, m mode) error {
 	if _, err := loaded(); err != nil {
 		return err
@@ -292,7 +292,7 @@ func GroupSimulate(fn func() error) (est time.Duration, err error) {
 	return 0, fn()
 }
 
-// The simulation guard: the OS threads inside GroupSimulate, and how many
+// The simulation guard: the OS threads inside [GroupSimulate], and how many
 // operations each refused. The hot path reads only the counter.
 var (
 	simulating atomic.Int32
@@ -322,7 +322,7 @@ func simLeave(tid int) int {
 }
 
 // onSimulatingThread reports whether the calling thread is inside
-// GroupSimulate; with count it also counts the refusal that follows (the
+// [GroupSimulate]; with count it also counts the refusal that follows (the
 // flight recorder's check counts nothing).
 func onSimulatingThread(count bool) bool {
 	tid := threadID()

@@ -30,7 +30,7 @@ func InitContext(ctx context.Context, nranks, rank int, id UniqueID, cfg *Config
 	return newComm(ctx, completed, "Init", false, nranks, rank, []UniqueID{id}, cfg)
 }
 
-// newComm is the Init family's constructor.
+// newComm is the [Init] family's constructor.
 func newComm(ctx context.Context, m mode, op string, scalable bool, nranks, rank int, ids []UniqueID, cfg *Config) (*Communicator, error) {
 	c := new(Communicator)
 	if err := c.initialize(ctx, m, op, scalable, nranks, rank, ids, cfg); err != nil {
@@ -65,17 +65,14 @@ func (c *Communicator) InitializeContext(ctx context.Context, nranks, rank int, 
 	return c.initialize(ctx, completed, "Initialize", false, nranks, rank, []UniqueID{id}, cfg)
 }
 
-// initialize is the Init family, finished as m says: ncclCommInitRankConfig,
-// or ncclCommInitRankScalable when scalable (InitScalable, even with one
+// initialize is the [Init] family, finished as m says: ncclCommInitRankConfig,
+// or ncclCommInitRankScalable when scalable ([InitScalable], even with one
 // id). op names the exported function or method in errors.
 func (c *Communicator) initialize(ctx context.Context, m mode, op string, scalable bool, nranks, rank int, ids []UniqueID, cfg *Config) error {
 	if c == nil {
 		return argErr(op, "communicator", "nil *Communicator")
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	r, err := loaded()
+	r, err := loadedCtx(ctx)
 	if err != nil {
 		return err
 	}
@@ -199,7 +196,7 @@ func (c *Communicator) devBlocking() (dev int, blocking bool) {
 
 // adoptLocked makes c the owner of a new NCCL communicator (mu held): the
 // lifecycle's created event, from creating (Initialize), pending (a Split
-// child) or null (InitAll, Grow). Where the state refuses, ptr is aborted
+// child) or null ([InitAll], Grow). Where the state refuses, ptr is aborted
 // and the refusal returned.
 func (c *Communicator) adoptLocked(op string, ptr uintptr, dev int, blocking bool) error {
 	if err := c.moveLocked(op, evCreated); err != nil {
@@ -222,7 +219,7 @@ func (c *Communicator) adoptLocked(op string, ptr uintptr, dev int, blocking boo
 	return nil
 }
 
-// deviceContext is the primary context of device dev, or an ArgError on
+// deviceContext is the primary context of device dev, or an [ArgError] on
 // the argument arg.
 func deviceContext(op, arg string, dev int) (uintptr, error) {
 	ctx, err := primaryContext(dev)
@@ -254,13 +251,10 @@ func InitAllContext(ctx context.Context, devices []int, cfg *Config) ([]*Communi
 	return initAll(ctx, completed, devices, cfg)
 }
 
-// initAll is InitAll, finished as m says.
+// initAll is [InitAll], finished as m says.
 func initAll(ctx context.Context, m mode, devices []int, cfg *Config) ([]*Communicator, error) {
 	const op = "InitAll"
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	r, err := loaded()
+	r, err := loadedCtx(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -176,10 +176,7 @@ func (c *Communicator) shrink(ctx context.Context, m mode, exclude []int, cfg *C
 	if len(exclude) == 0 {
 		return nil, argErr(op, "exclude", "empty: name at least one rank to exclude")
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if _, err := loaded(); err != nil {
+	if _, err := loadedCtx(ctx); err != nil {
 		return nil, err
 	}
 	n, rank, _, err := c.ident(op)
@@ -253,10 +250,7 @@ func (c *Communicator) makeChild(ctx context.Context, m mode, kind childKind, cf
 	if c == nil {
 		return nil, refusal(op, stateNull, evUse, nil)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	r, err := loaded()
+	r, err := loadedCtx(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -379,10 +373,7 @@ func (c *Communicator) GrowContext(ctx context.Context, nranks int, id *UniqueID
 // grow is ncclCommGrow, finished as m says.
 func (c *Communicator) grow(ctx context.Context, m mode, nranks int, id *UniqueID, rank int, cfg *Config) (*Communicator, error) {
 	const op = "Grow"
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	r, err := loaded()
+	r, err := loadedCtx(ctx)
 	if err != nil {
 		return nil, err
 	}

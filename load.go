@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -86,6 +87,15 @@ func (e *LoadError) Error() string {
 
 // Is matches [ErrLibraryNotFound].
 func (e *LoadError) Is(target error) bool { return target == ErrLibraryNotFound }
+
+// loadedCtx is loaded for a call bounded by ctx: ctx's error first, when
+// it has ended before the call starts.
+func loadedCtx(ctx context.Context) (Release, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return loaded()
+}
 
 // loaded returns the loaded release, loading the default library on first use.
 func loaded() (Release, error) {

@@ -118,7 +118,7 @@ func BindParam(key string) (ParamHandle, error) {
 	return ParamHandle{key: key, h: h}, nil
 }
 
-// Key is the parameter's key, "" for the zero ParamHandle.
+// Key is the parameter's key, "" for the zero [ParamHandle].
 func (p ParamHandle) Key() string { return p.key }
 
 // Int8 reads an int8_t parameter (ncclParamGetI8).

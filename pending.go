@@ -22,7 +22,7 @@ import (
 // while pending has its cell marked abandoned, and the parent aborts what
 // NCCL stores there.
 
-// lifeState is what a Communicator keeps for the outputs NCCL writes after
+// lifeState is what a [Communicator] keeps for the outputs NCCL writes after
 // a call has returned (guarded by the communicator's mu).
 type lifeState struct {
 	// pend is set while this communicator is being created by Split or
@@ -129,7 +129,7 @@ func (c *Communicator) jobDoneLocked(op string, cp completion) (bool, error) {
 }
 
 // groupEnded records that an outermost group that used the NCCL
-// communicator p has ended (called by GroupEnd for every communicator the
+// communicator p has ended (called by [GroupEnd] for every communicator the
 // group used, whatever ncclGroupEnd returned).
 func groupEnded(p uintptr) {
 	c := lookup(p)

@@ -25,7 +25,7 @@ import (
 // reduction operator: the same codes, kept in a byte
 // (TestTraceVocabulary checks every value of both). recOp keeps an
 // operator beyond a byte's range as custom(255): truncated, custom
-// operator 256 would read as Sum, a built-in one the analyzer compares.
+// operator 256 would read as [Sum], a built-in one the analyzer compares.
 func recType(t DataType) trace.DataType { return trace.DataType(t) }
 
 func recOp(o RedOp) trace.RedOp { return trace.RedOp(min(uint32(o), 255)) }
@@ -103,7 +103,7 @@ func (c *Communicator) closeTraceLocked() {
 // called from one place, attempt (call.go), for every call that passes an
 // event, and from release for Abort and Destroy. It allocates nothing.
 // The binding never sets ev.Watched itself: a hook that follows the entry
-// marks it (QueuedOp.Watch), or has it recorded watched ([WatchingHook]);
+// marks it ([QueuedOp.Watch]), or has it recorded watched ([WatchingHook]);
 // lifecycle operations the binding follows itself: watched and started
 // here, completed when NCCL's work ends (completeLocked, settleHostLocked).
 func (c *Communicator) recordLocked(ev *trace.Event) trace.Ref {

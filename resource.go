@@ -63,7 +63,7 @@ type localRes struct {
 	closed bool    // guarded by c.mu
 }
 
-// localResource is *RegisteredBuffer or *CustomOp.
+// localResource is *[RegisteredBuffer] or *[CustomOp].
 type localResource interface {
 	resource
 	local() *localRes
@@ -185,7 +185,7 @@ type asyncRes struct {
 	err   error // why it failed, or why NCCL made none
 }
 
-// asyncResource is *Window or *DevComm.
+// asyncResource is *[Window] or *[DevComm].
 type asyncResource interface {
 	resource
 	async() *asyncRes

@@ -77,7 +77,7 @@ import "fmt"
 // registered), abortReq (what creating was asked), closing (Destroy's
 // mutual exclusion), abortCause (the cause a StateError carries).
 
-// commState is a Communicator's lifecycle state.
+// commState is a [Communicator]'s lifecycle state.
 type commState uint8
 
 const (
@@ -194,7 +194,7 @@ func next(s commState, e lifeEvent) (commState, bool) {
 }
 
 // moveLocked applies event e to c (mu held): the transition's new state, or
-// the refusal of op, a *StateError, changing nothing.
+// the refusal of op, a *[StateError], changing nothing.
 func (c *Communicator) moveLocked(op string, e lifeEvent) error {
 	to, ok := next(c.state, e)
 	if !ok {
@@ -218,13 +218,13 @@ func (c *Communicator) allowsLocked(e lifeEvent) bool {
 	return ok
 }
 
-// refusalLocked is the *StateError of op, whose event e c's state refuses
+// refusalLocked is the *[StateError] of op, whose event e c's state refuses
 // (mu held).
 func (c *Communicator) refusalLocked(op string, e lifeEvent) error {
 	return refusal(op, c.state, e, c.abortCause)
 }
 
-// refusal is the *StateError of op refused in state s for event e: which
+// refusal is the *[StateError] of op refused in state s for event e: which
 // sentinel it matches and what it tells the caller.
 func refusal(op string, s commState, e lifeEvent, cause error) *StateError {
 	se := &StateError{Op: op, State: s.String(), Cause: cause}

@@ -215,8 +215,8 @@ func (c *Communicator) releaseNull(op string, e lifeEvent) (null bool, err error
 
 // releaseNullLocked is what Destroy and Abort (op, event e) do to a
 // communicator without an NCCL pointer (mu held), as the lifecycle table
-// says: nothing for the null communicator, ErrClosed once destroyed or
-// aborted, and ErrInProgress during a blocking init, which NCCL gives no
+// says: nothing for the null communicator, [ErrClosed] once destroyed or
+// aborted, and [ErrInProgress] during a blocking init, which NCCL gives no
 // handle to: the init then aborts what NCCL returns.
 func (c *Communicator) releaseNullLocked(op string, e lifeEvent) error {
 	if c.state == stateCreating {
@@ -242,7 +242,7 @@ func (c *Communicator) notInGroup(op string, ptr uintptr) error {
 // release frees the NCCL communicator with f and makes c null; cause is
 // recorded as the abort's reason when it ends aborted. Of concurrent
 // releases exactly one succeeds: the others find c released and return
-// an error wrapping ErrClosed.
+// an error wrapping [ErrClosed].
 func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final lifeEvent, cause error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -34,7 +34,7 @@ const (
 )
 
 // dataTypeSince is the first NCCL release that has t: the version
-// table's row for the fp8 types, MinRelease for the others (every release
+// table's row for the fp8 types, [MinRelease] for the others (every release
 // the binding loads has them).
 func dataTypeSince(t DataType) Release {
 	if f, ok := dataTypeFeature(t); ok {

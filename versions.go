@@ -43,7 +43,7 @@ func need(r Release, f versions.Feature) error {
 }
 
 // checkFields returns the unsupported error for the first field of *s (a
-// Config, DevCommRequirements or CollConfig) that is set although release r lacks it:
+// [Config], [DevCommRequirements] or [CollConfig]) that is set although release r lacks it:
 // the rows of the version table that name s's fields, in order.
 func checkFields(s any, r Release) error {
 	v := reflect.ValueOf(s).Elem()

@@ -9,11 +9,11 @@ import (
 
 // Device is a CUDA device ordinal, as the driver numbers the visible
 // devices (after CUDA_VISIBLE_DEVICES). Methods check the ordinal and return
-// an error wrapping ErrInvalidDevice when it is out of range.
+// an error wrapping [ErrInvalidDevice] when it is out of range.
 type Device int
 
 // Count is the number of visible CUDA devices. With a driver but no device
-// it returns 0 and an error wrapping ErrNoDevice.
+// it returns 0 and an error wrapping [ErrNoDevice].
 func Count() (int, error) {
 	if err := ensure(); err != nil {
 		return 0, err
@@ -88,7 +88,7 @@ func (d Device) UUID() (string, error) {
 // Attribute is a CUdevice_attribute.
 type Attribute int
 
-// Device attributes the package names.
+// [Device] attributes the package names.
 const (
 	AttrMultiprocessorCount     Attribute = 16
 	AttrComputeCapabilityMajor  Attribute = 75

@@ -88,7 +88,7 @@ func (t DType) String() string {
 	return dtypeInfo[t].name
 }
 
-// DTypeOf is the DType of T.
+// DTypeOf is the [DType] of T.
 func DTypeOf[T Elem]() DType {
 	var z T
 	switch any(z).(type) {

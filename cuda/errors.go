@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/nccl4go/nccl/internal/capi"
 )
@@ -28,7 +29,7 @@ const (
 	LaunchFailed   Result = 719
 	NotSupported   Result = 801
 
-	// Stream capture (CUDA graphs): a call broke the capture's rules.
+	// [Stream] capture (CUDA graphs): a call broke the capture's rules.
 	StreamCaptureUnsupported Result = 900 // the call is not allowed while a stream is being captured
 	StreamCaptureInvalidated Result = 901 // the capture was invalidated by an earlier error (EndCapture's answer)
 	StreamCaptureMerge       Result = 902 // two independent captures would merge
@@ -132,7 +133,7 @@ func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("cuda: %s: not exported by the loaded driver (%s)", e.Func, capi.CUDAPath())
 }
 
-// Is matches ErrUnsupported and errors.ErrUnsupported.
+// Is matches [ErrUnsupported] and errors.ErrUnsupported.
 func (e *UnsupportedError) Is(target error) bool {
 	return target == ErrUnsupported || target == errors.ErrUnsupported
 }
@@ -147,7 +148,7 @@ type ArgError struct {
 // Error reads "cuda: Alloc: n: 0 elements: need at least 1".
 func (e *ArgError) Error() string { return fmt.Sprintf("cuda: %s: %s: %s", e.Op, e.Arg, e.Reason) }
 
-// Is matches ErrInvalidValue.
+// Is matches [ErrInvalidValue].
 func (e *ArgError) Is(target error) bool { return target == ErrInvalidValue }
 
 // check turns a driver result into an error. fn names the C function for the
@@ -166,4 +167,18 @@ func check(op, fn string, r int32) error {
 
 func closedError(op, what string) error {
 	return fmt.Errorf("cuda: %s: %s: %w", op, what, ErrClosed)
+}
+
+// destroyOnce is the Destroy of a driver object (handle h on dev): the
+// first call runs destroy (cname, for the error) in dev's context, every
+// later one returns an error wrapping [ErrClosed] that says what is gone.
+func destroyOnce(destroyed *atomic.Bool, dev Device, h uintptr, op, gone, cname string, destroy func(ctx, h uintptr) int32) error {
+	if destroyed.Swap(true) {
+		return closedError(op, gone)
+	}
+	ctx, err := dev.context(op)
+	if err != nil {
+		return err
+	}
+	return check(op, cname, destroy(ctx, h))
 }

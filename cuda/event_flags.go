@@ -5,17 +5,17 @@ import "github.com/nccl4go/nccl/internal/capi"
 // EventFlag selects how an event behaves (CU_EVENT_* flags of cuEventCreate).
 type EventFlag uint32
 
-// Event flags.
+// [Event] flags.
 const (
 	// EventBlockingSync makes Synchronize sleep instead of spinning
 	// (CU_EVENT_BLOCKING_SYNC).
 	EventBlockingSync EventFlag = 0x1
 	// EventDisableTiming records no time stamp (CU_EVENT_DISABLE_TIMING):
-	// recording and querying cost less; Elapsed fails on such an event.
+	// recording and querying cost less; [Elapsed] fails on such an event.
 	// The watchdog records one of these per operation.
 	EventDisableTiming EventFlag = 0x2
 	// EventInterprocess lets the event be shared between processes; it
-	// needs EventDisableTiming (CU_EVENT_INTERPROCESS).
+	// needs [EventDisableTiming] (CU_EVENT_INTERPROCESS).
 	EventInterprocess EventFlag = 0x4
 )
 
@@ -58,7 +58,7 @@ func (e *Event) Device() Device { return e.dev }
 
 // recordHandle is Record on a raw stream handle (a CUstream or
 // cudaStream_t of the event's device; 0 is that device's legacy default
-// stream), for callers that hold the handle rather than a Stream, such as
+// stream), for callers that hold the handle rather than a [Stream], such as
 // the watchdog's nccl.Hook (cudabridge.EventRecord). It allocates nothing.
 func (e *Event) recordHandle(stream uintptr) error {
 	ctx, err := e.ctx("Event.Record")
@@ -68,9 +68,9 @@ func (e *Event) recordHandle(stream uintptr) error {
 	return check("Event.Record", "cuEventRecord", capi.CuEventRecord(ctx, e.h, stream))
 }
 
-// query is the driver's answer to cuEventQuery, as a code: Success once
-// the recorded work is done, NotReady while it is not, another code when
-// the event cannot be queried (InvalidHandle for a destroyed event;
+// query is the driver's answer to cuEventQuery, as a code: [Success] once
+// the recorded work is done, [NotReady] while it is not, another code when
+// the event cannot be queried ([InvalidHandle] for a destroyed event;
 // CUDA_ERROR_CAPTURED_EVENT, 907, for one last recorded in a stream being
 // captured into a graph). Done wraps the same call in an error; query
 // allocates nothing, for pollers such as the watchdog's

@@ -119,7 +119,7 @@ func (s Stream) captureStream(op string) (uintptr, uintptr, error) {
 
 // BeginCapture starts capturing the stream (cuStreamBeginCapture_v2): work
 // queued on it from now on is recorded, not run, until EndCapture. Except
-// in CaptureRelaxed mode, EndCapture must be called on the same OS thread:
+// in [CaptureRelaxed] mode, EndCapture must be called on the same OS thread:
 // lock the goroutine to its thread first, or use Capture.
 func (s Stream) BeginCapture(mode CaptureMode) error {
 	const op = "Stream.BeginCapture"
@@ -136,7 +136,7 @@ func (s Stream) BeginCapture(mode CaptureMode) error {
 }
 
 // EndCapture ends the stream's capture and returns the recorded work as a
-// Graph (cuStreamEndCapture). A capture invalidated by a forbidden call
+// [Graph] (cuStreamEndCapture). A capture invalidated by a forbidden call
 // returns an error, and the stream is no longer capturing.
 func (s Stream) EndCapture() (*Graph, error) {
 	const op = "Stream.EndCapture"
@@ -156,9 +156,9 @@ func (s Stream) EndCapture() (*Graph, error) {
 }
 
 // CaptureStatus reports whether the stream is being captured
-// (cuStreamIsCapturing). The zero Stream is the legacy default stream of
+// (cuStreamIsCapturing). The zero [Stream] is the legacy default stream of
 // the thread's current device, which is never captured: it reports
-// NotCapturing.
+// [NotCapturing].
 func (s Stream) CaptureStatus() (CaptureStatus, error) {
 	const op = "Stream.CaptureStatus"
 	if s.s == nil {
@@ -172,7 +172,7 @@ func (s Stream) CaptureStatus() (CaptureStatus, error) {
 	return CaptureStatus(st), check(op, "cuStreamIsCapturing", r)
 }
 
-// CaptureInfo is CaptureStatus with the capture's id, unique per capture in
+// CaptureInfo is [CaptureStatus] with the capture's id, unique per capture in
 // the process (cuStreamGetCaptureInfo_v3, else _v2). The id is 0 when the
 // stream is not capturing.
 func (s Stream) CaptureInfo() (CaptureStatus, uint64, error) {
@@ -194,7 +194,7 @@ func (s Stream) CaptureInfo() (CaptureStatus, uint64, error) {
 	return CaptureStatus(st), id, nil
 }
 
-// Capture records the work fn queues on s into a Graph: it locks the
+// Capture records the work fn queues on s into a [Graph]: it locks the
 // goroutine to its OS thread, begins the capture, runs fn, and ends the
 // capture. If fn fails, the capture is ended and its graph destroyed, and
 // fn's error is returned; if fn panics, the capture is ended (on the thread
@@ -313,19 +313,12 @@ func (g *Graph) Instantiate() (*GraphExec, error) {
 }
 
 // Destroy releases the graph (cuGraphDestroy). Nil-safe; a second Destroy
-// returns ErrClosed.
+// returns [ErrClosed].
 func (g *Graph) Destroy() error {
 	if g == nil {
 		return nil
 	}
-	if g.destroyed.Swap(true) {
-		return closedError("Graph.Destroy", "graph already destroyed")
-	}
-	ctx, err := g.dev.context("Graph.Destroy")
-	if err != nil {
-		return err
-	}
-	return check("Graph.Destroy", "cuGraphDestroy", capi.CuGraphDestroy(ctx, g.h))
+	return destroyOnce(&g.destroyed, g.dev, g.h, "Graph.Destroy", "graph already destroyed", "cuGraphDestroy", capi.CuGraphDestroy)
 }
 
 // GraphExec is an instantiated graph (CUgraphExec): Launch replays it. It
@@ -346,7 +339,7 @@ func (e *GraphExec) Handle() uintptr {
 }
 
 // Launch enqueues one replay of the graph on s (cuGraphLaunch). s must be
-// on the graph's device; the zero Stream is that device's legacy default
+// on the graph's device; the zero [Stream] is that device's legacy default
 // stream.
 func (e *GraphExec) Launch(s Stream) error {
 	const op = "GraphExec.Launch"
@@ -371,17 +364,10 @@ func (e *GraphExec) Launch(s Stream) error {
 }
 
 // Destroy releases the instance (cuGraphExecDestroy). Nil-safe; a second
-// Destroy returns ErrClosed.
+// Destroy returns [ErrClosed].
 func (e *GraphExec) Destroy() error {
 	if e == nil {
 		return nil
 	}
-	if e.destroyed.Swap(true) {
-		return closedError("GraphExec.Destroy", "graph instance already destroyed")
-	}
-	ctx, err := e.dev.context("GraphExec.Destroy")
-	if err != nil {
-		return err
-	}
-	return check("GraphExec.Destroy", "cuGraphExecDestroy", capi.CuGraphExecDestroy(ctx, e.h))
+	return destroyOnce(&e.destroyed, e.dev, e.h, "GraphExec.Destroy", "graph instance already destroyed", "cuGraphExecDestroy", capi.CuGraphExecDestroy)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/nccl4go/nccl/internal/capi"
 )
 
-// Function is a kernel of a loaded Module (CUfunction). It is safe for
+// Function is a kernel of a loaded [Module] (CUfunction). It is safe for
 // concurrent use; launches from several goroutines go to the driver as
 // they come.
 type Function struct {
@@ -96,7 +96,7 @@ func (f *Function) SetMaxDynamicSharedMemory(bytes int) error {
 // MaxActiveBlocksPerMultiprocessor is how many blocks of blockSize threads
 // using dynamicSharedBytes of dynamic shared memory fit on one
 // multiprocessor at once (cuOccupancyMaxActiveBlocksPerMultiprocessor),
-// for sizing grids. Multiply by AttrMultiprocessorCount for the largest
+// for sizing grids. Multiply by [AttrMultiprocessorCount] for the largest
 // grid a cooperative launch accepts.
 func (f *Function) MaxActiveBlocksPerMultiprocessor(blockSize, dynamicSharedBytes int) (int, error) {
 	const op = "Function.MaxActiveBlocksPerMultiprocessor"
@@ -113,7 +113,7 @@ func (f *Function) MaxActiveBlocksPerMultiprocessor(blockSize, dynamicSharedByte
 // Dim3 is a grid, block or cluster size. A zero Y or Z counts as 1.
 type Dim3 struct{ X, Y, Z uint32 }
 
-// Dim is Dim3{x, 1, 1}. A negative x is 0, which Launch refuses; one past
+// Dim is [Dim3]{x, 1, 1}. A negative x is 0, which Launch refuses; one past
 // what a uint32 holds is math.MaxUint32, which the driver refuses (it is
 // never wrapped to a small size).
 func Dim(x int) Dim3 { return Dim3{X: uint32(min(max(x, 0), math.MaxUint32)), Y: 1, Z: 1} }
@@ -133,15 +133,15 @@ type LaunchConfig struct {
 	// synchronize with each other (CU_LAUNCH_ATTRIBUTE_COOPERATIVE through
 	// cuLaunchKernelEx, or cuLaunchCooperativeKernel on a driver before
 	// CUDA 12). The grid must fit on the device:
-	// see Function.MaxActiveBlocksPerMultiprocessor.
+	// see [Function.MaxActiveBlocksPerMultiprocessor].
 	Cooperative bool
 	// Cluster groups blocks into thread block clusters
 	// (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION; compute capability 9.0 and
-	// CUDA 12); the zero Dim3 launches without clusters.
+	// CUDA 12); the zero [Dim3] launches without clusters.
 	Cluster Dim3
 }
 
-// KernelArg is a kernel argument that writes its own bytes: Slice
+// KernelArg is a kernel argument that writes its own bytes: [Slice]
 // implements it (the device address), and so do the nccl package's DevComm
 // (the ncclDevComm_t of the loaded release) and Window (ncclWindow_t).
 type KernelArg interface {
@@ -153,7 +153,7 @@ type KernelArg interface {
 	PutKernelArg(dst []byte) (int, error)
 }
 
-// PutKernelArg writes s's device address (8 bytes): a Slice is passed to a
+// PutKernelArg writes s's device address (8 bytes): a [Slice] is passed to a
 // kernel as a T* pointer. A zero or freed Slice is an error.
 func (s Slice[T]) PutKernelArg(dst []byte) (int, error) {
 	if err := s.Err(); err != nil {
@@ -167,7 +167,7 @@ func (s Slice[T]) PutKernelArg(dst []byte) (int, error) {
 }
 
 // ErrArgumentSpace: a kernel argument does not fit in the room left.
-// KernelArg.PutKernelArg returns an error wrapping it when dst is too
+// [KernelArg.PutKernelArg] returns an error wrapping it when dst is too
 // small: Launch then tries again with more room, up to 4 KiB of arguments.
 var ErrArgumentSpace = fmt.Errorf("cuda: no room left in the %d bytes of kernel arguments", argBytes)
 
@@ -175,14 +175,14 @@ var ErrArgumentSpace = fmt.Errorf("cuda: no room left in the %d bytes of kernel 
 // traditional parameter space.
 const argBytes = 4096
 
-// Launch launches f on stream s (the zero Stream: the device's legacy
+// Launch launches f on stream s (the zero [Stream]: the device's legacy
 // default stream) with cfg and args (cuLaunchKernel; cuLaunchKernelEx for
 // a cooperative launch or clusters). It returns when the launch is queued,
 // not when the kernel is done.
 //
 // Each argument is passed by value, in the bytes of its Go type: the
-// fixed-size numbers (int8 … uint64, float32, float64, Float16, BFloat16,
-// bool as one byte, uintptr as a device address), any KernelArg (Slice,
+// fixed-size numbers (int8 … uint64, float32, float64, [Float16], [BFloat16],
+// bool as one byte, uintptr as a device address), any [KernelArg] ([Slice],
 // nccl.DevComm, nccl.Window), and plain values without Go pointers
 // (structs and arrays of numbers, laid out as Go lays them out: match the
 // kernel's struct with explicit padding). Go's int and uint are refused,
@@ -193,7 +193,7 @@ const argBytes = 4096
 //
 // A launch makes one cgo call and no heap allocation; the argument bytes
 // stay on the caller's stack. Launches on a stream being captured are
-// recorded into the graph (see Stream.Capture).
+// recorded into the graph (see [Stream.Capture]).
 func (f *Function) Launch(s Stream, cfg LaunchConfig, args ...any) error {
 	const op = "Function.Launch"
 	if err := f.use(op); err != nil {
@@ -320,12 +320,12 @@ func launchError(op string, r int32, cfg *LaunchConfig) error {
 	return check(op, fn, r)
 }
 
-// argReason is why Launch refuses an argument (an *ArgError).
+// argReason is why Launch refuses an argument (an *[ArgError]).
 type argReason string
 
 func (r argReason) Error() string { return string(r) }
 
-// deviceArg is an argument that knows its device (Slice).
+// deviceArg is an argument that knows its device ([Slice]).
 type deviceArg interface{ Device() Device }
 
 // putArg writes a's bytes at the start of dst.

@@ -68,7 +68,7 @@ func loadLocked(candidates []string) error {
 }
 
 // LoadError is a failure to find a usable CUDA driver library. errors.Is
-// matches ErrLibraryNotFound.
+// matches [ErrLibraryNotFound].
 type LoadError struct {
 	// Tried lists each file tried and why it failed: "path (reason)".
 	Tried []string
@@ -80,7 +80,7 @@ func (e *LoadError) Error() string {
 		ErrLibraryNotFound, strings.Join(e.Tried, "; "), LibraryEnv)
 }
 
-// Is matches ErrLibraryNotFound.
+// Is matches [ErrLibraryNotFound].
 func (e *LoadError) Is(target error) bool { return target == ErrLibraryNotFound }
 
 // ensure loads the default library on first use and reports whether the

@@ -9,7 +9,7 @@ import (
 )
 
 // Allocation is one block of device memory as it was allocated or
-// adopted, shared by every Slice cut from it ([Slice.Allocation]): its
+// adopted, shared by every [Slice] cut from it ([Slice.Allocation]): its
 // address range and its device. Safe for concurrent use.
 type Allocation struct {
 	m     cudabridge.Memory       // range, device, and whether usable (good, freed...)
@@ -26,7 +26,7 @@ func (a *Allocation) Size() uint64 { return a.m.Size }
 // Device is the device the memory is on.
 func (a *Allocation) Device() Device { return Device(a.m.Dev) }
 
-// newAllocation is an Allocation of bytes bytes at ptr on dev.
+// newAllocation is an [Allocation] of bytes bytes at ptr on dev.
 func newAllocation(ptr uintptr, bytes uint64, dev Device) *Allocation {
 	return &Allocation{m: cudabridge.Memory{Base: ptr, Size: bytes, Dev: int(dev)}}
 }
@@ -38,7 +38,7 @@ const (
 )
 
 // checkRange asks the driver whether bytes bytes at device address p are
-// device memory of dev (cuPointerGetAttribute): an *ArgError says what is
+// device memory of dev (cuPointerGetAttribute): an *[ArgError] says what is
 // wrong (not device memory, on another device, running past the end of the
 // allocation that holds p), another error that the driver could not answer.
 // Memory mapped from several chunks side by side (cuMemMap) is one range
@@ -85,7 +85,7 @@ func checkRange(p uintptr, bytes uint64, dev Device) error {
 const maxChunks = 4096
 
 // Slice is typed device memory: n elements of T from a device address, on
-// one device. Alloc makes one; Sub cuts a part; Wrap adopts memory made by
+// one device. [Alloc] makes one; Sub cuts a part; [Wrap] adopts memory made by
 // another library. A Slice is a small value: copies share the memory.
 // Methods are safe for concurrent use; the memory itself is not
 // synchronized.
@@ -144,7 +144,7 @@ func Wrap[T Elem](ptr uintptr, n int, dev Device) Slice[T] {
 
 // WrapOwned adopts n elements at ptr on dev that Free releases with free,
 // for memory from another allocator (ncclMemAlloc, for example) that should
-// behave like Alloc's: Free once, ErrClosed after.
+// behave like [Alloc]'s: Free once, [ErrClosed] after.
 func WrapOwned[T Elem](ptr uintptr, n int, dev Device, free func(ptr uintptr) error) Slice[T] {
 	s := Wrap[T](ptr, n, dev)
 	s.a.owned, s.a.free = true, free
@@ -160,7 +160,7 @@ func (s Slice[T]) Bytes() uint64 { return uint64(s.n) * uint64(DTypeOf[T]().Size
 // DType is the element type.
 func (s Slice[T]) DType() DType { return DTypeOf[T]() }
 
-// Ptr is the device address of the first element (0 for the zero Slice).
+// Ptr is the device address of the first element (0 for the zero [Slice]).
 func (s Slice[T]) Ptr() uintptr {
 	if s.a == nil {
 		return 0
@@ -177,8 +177,8 @@ func (s Slice[T]) Device() Device {
 }
 
 // Err reports whether the slice can be used: nil, or an error wrapping
-// ErrClosed after Free, or ErrInvalidValue for the zero Slice and for a
-// negative length given to Wrap.
+// [ErrClosed] after Free, or [ErrInvalidValue] for the zero [Slice] and for a
+// negative length given to [Wrap].
 func (s Slice[T]) Err() error {
 	if s.a == nil {
 		return &ArgError{Op: "Slice", Arg: "slice", Reason: "zero Slice: no memory"}
@@ -196,7 +196,7 @@ func (s Slice[T]) Err() error {
 func (s Slice[T]) Freed() bool { return s.a != nil && s.a.m.Freed() }
 
 // Allocation is the block of memory s was cut from (nil for the zero
-// Slice): the same for s, its copies and the parts [Slice.Sub] cuts from it.
+// [Slice]): the same for s, its copies and the parts [Slice.Sub] cuts from it.
 func (s Slice[T]) Allocation() *Allocation { return s.a }
 
 // Sub is elements [i, j) of s, sharing its memory.
@@ -207,8 +207,8 @@ func (s Slice[T]) Sub(i, j int) (Slice[T], error) {
 	return Slice[T]{a: s.a, off: s.off + i, n: j - i}, nil
 }
 
-// Free releases memory made by Alloc (cuMemFree). Freeing twice returns an
-// error wrapping ErrClosed; freeing a Sub or a Wrap is an error and frees
+// Free releases memory made by [Alloc] (cuMemFree). Freeing twice returns an
+// error wrapping [ErrClosed]; freeing a Sub or a [Wrap] is an error and frees
 // nothing.
 func (s Slice[T]) Free() error {
 	if s.a == nil {
@@ -328,16 +328,9 @@ func (s Slice[T]) ToHost() ([]T, error) {
 // done, so CopyFrom then synchronizes the legacy default stream, as
 // [Slice.CopyFromHost] does).
 func (s Slice[T]) CopyFrom(src Slice[T]) error {
-	ctx, p, err := s.use("CopyFrom")
+	ctx, p, q, err := s.pair("CopyFrom", src)
 	if err != nil {
 		return err
-	}
-	_, q, err := src.use("CopyFrom")
-	if err != nil {
-		return err
-	}
-	if src.n != s.n {
-		return lengthError("CopyFrom", s.n, src.n)
 	}
 	if err := check("CopyFrom", "cuMemcpyDtoD_v2", capi.CuMemcpyDtoD(ctx, p, q, s.Bytes())); err != nil {
 		return err
@@ -345,17 +338,40 @@ func (s Slice[T]) CopyFrom(src Slice[T]) error {
 	return legacyDone("CopyFrom", ctx)
 }
 
+// pair checks a device-to-device copy of src to s: it returns s's context
+// and both pointers.
+func (s Slice[T]) pair(op string, src Slice[T]) (ctx, p, q uintptr, err error) {
+	if ctx, p, err = s.use(op); err != nil {
+		return 0, 0, 0, err
+	}
+	if _, q, err = src.use(op); err != nil {
+		return 0, 0, 0, err
+	}
+	if src.n != s.n {
+		return 0, 0, 0, lengthError(op, s.n, src.n)
+	}
+	return ctx, p, q, nil
+}
+
+// hostCopy checks a copy between s and n elements of host memory on st: it
+// returns s's context, s's pointer and st's handle.
+func (s Slice[T]) hostCopy(op string, n int, st Stream) (ctx, p, h uintptr, err error) {
+	if ctx, p, err = s.use(op); err != nil {
+		return 0, 0, 0, err
+	}
+	if n != s.n {
+		return 0, 0, 0, lengthError(op, s.n, n)
+	}
+	if h, err = streamFor(op, st, s.a.Device()); err != nil {
+		return 0, 0, 0, err
+	}
+	return ctx, p, h, nil
+}
+
 // CopyFromHostAsync queues a copy of src to the device on st. src is Go
 // (pageable) memory, which the driver has read by the time this returns.
 func (s Slice[T]) CopyFromHostAsync(src []T, st Stream) error {
-	ctx, p, err := s.use("CopyFromHostAsync")
-	if err != nil {
-		return err
-	}
-	if len(src) != s.n {
-		return lengthError("CopyFromHostAsync", s.n, len(src))
-	}
-	h, err := streamFor("CopyFromHostAsync", st, s.a.Device())
+	ctx, p, h, err := s.hostCopy("CopyFromHostAsync", len(src), st)
 	if err != nil {
 		return err
 	}
@@ -365,14 +381,7 @@ func (s Slice[T]) CopyFromHostAsync(src []T, st Stream) error {
 // CopyToHostAsync copies the device memory to dst in the order of st. dst is
 // Go (pageable) memory, so the driver returns only once the copy is done.
 func (s Slice[T]) CopyToHostAsync(dst []T, st Stream) error {
-	ctx, p, err := s.use("CopyToHostAsync")
-	if err != nil {
-		return err
-	}
-	if len(dst) != s.n {
-		return lengthError("CopyToHostAsync", s.n, len(dst))
-	}
-	h, err := streamFor("CopyToHostAsync", st, s.a.Device())
+	ctx, p, h, err := s.hostCopy("CopyToHostAsync", len(dst), st)
 	if err != nil {
 		return err
 	}
@@ -381,16 +390,9 @@ func (s Slice[T]) CopyToHostAsync(dst []T, st Stream) error {
 
 // CopyFromAsync queues a device-to-device copy of src on st.
 func (s Slice[T]) CopyFromAsync(src Slice[T], st Stream) error {
-	ctx, p, err := s.use("CopyFromAsync")
+	ctx, p, q, err := s.pair("CopyFromAsync", src)
 	if err != nil {
 		return err
-	}
-	_, q, err := src.use("CopyFromAsync")
-	if err != nil {
-		return err
-	}
-	if src.n != s.n {
-		return lengthError("CopyFromAsync", s.n, src.n)
 	}
 	h, err := streamFor("CopyFromAsync", st, s.a.Device())
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 )
 
 // Module is a CUDA module (CUmodule) loaded on one device: the kernels of a
-// CUBIN, PTX or fatbin image. Get its kernels with Function, launch them
-// with Function.Launch, and Unload it when no kernel of it runs any more.
+// CUBIN, PTX or fatbin image. Get its kernels with [Function], launch them
+// with [Function.Launch], and Unload it when no kernel of it runs any more.
 // A Module is safe for concurrent use.
 type Module struct {
 	h        uintptr
@@ -22,7 +22,7 @@ type Module struct {
 
 // ModuleError is a failed module load: the driver's result and the JIT
 // compiler's error log (for PTX the driver compiles at load time), which
-// is empty when the driver wrote none. It unwraps to the driver's *Error.
+// is empty when the driver wrote none. It unwraps to the driver's *[Error].
 type ModuleError struct {
 	// Err is the driver's failure.
 	Err *Error
@@ -44,7 +44,7 @@ func (e *ModuleError) Unwrap() error { return e.Err }
 // LoadModule loads a module on d from image: CUBIN, PTX (NUL-terminated or
 // not) or fatbin bytes, as nvcc, NVRTC or nvJitLink write them
 // (cuModuleLoadDataEx with an error log). PTX is compiled for the device by
-// the driver's JIT; its errors come back in a *ModuleError. The image is
+// the driver's JIT; its errors come back in a *[ModuleError]. The image is
 // copied: the caller may reuse it.
 func (d Device) LoadModule(image []byte) (*Module, error) {
 	const op = "LoadModule"
@@ -85,7 +85,7 @@ func (m *Module) Handle() uintptr { return m.h }
 
 // Unload unloads the module (cuModuleUnload): its functions can no longer
 // be launched. No kernel of it may still run. A second Unload returns an
-// error wrapping ErrClosed.
+// error wrapping [ErrClosed].
 func (m *Module) Unload() error {
 	if m == nil {
 		return nil

@@ -9,7 +9,7 @@ import (
 
 // Stream is a CUDA stream (CUstream) and the device it belongs to. The zero
 // Stream is the legacy default stream of whatever device the operation runs
-// on; Device.DefaultStream is the same stream bound to one device. A Stream
+// on; [Device.DefaultStream] is the same stream bound to one device. A Stream
 // is a small value: copy it freely. It is safe for concurrent use.
 type Stream struct{ s *stream }
 
@@ -55,7 +55,7 @@ func (s Stream) Handle() uintptr {
 	return s.s.h
 }
 
-// Device is the stream's device; ok is false for the zero Stream.
+// Device is the stream's device; ok is false for the zero [Stream].
 func (s Stream) Device() (d Device, ok bool) {
 	if s.s == nil {
 		return 0, false
@@ -64,7 +64,7 @@ func (s Stream) Device() (d Device, ok bool) {
 }
 
 // resolve returns what an operation on the stream needs: its handle and
-// device (-1 for the zero Stream, which fits any device), or ErrClosed after
+// device (-1 for the zero [Stream], which fits any device), or [ErrClosed] after
 // Destroy (cudabridge.StreamResolve).
 func (s Stream) resolve() (handle uintptr, dev int, err error) {
 	if s.s == nil {
@@ -110,24 +110,17 @@ func (s Stream) Done() (bool, error) {
 }
 
 // Destroy destroys a stream made by NewStream. A second Destroy returns an
-// error wrapping ErrClosed; destroying a default or wrapped stream is an
+// error wrapping [ErrClosed]; destroying a default or wrapped stream is an
 // error and leaves it alone.
 func (s Stream) Destroy() error {
 	if s.s == nil || !s.s.owned {
 		return &ArgError{Op: "Stream.Destroy", Arg: "stream", Reason: "not created by NewStream"}
 	}
-	if s.s.destroyed.Swap(true) {
-		return closedError("Stream.Destroy", "stream already destroyed")
-	}
-	ctx, err := s.s.dev.context("Stream.Destroy")
-	if err != nil {
-		return err
-	}
-	return check("Stream.Destroy", "cuStreamDestroy_v2", capi.CuStreamDestroy(ctx, s.s.h))
+	return destroyOnce(&s.s.destroyed, s.s.dev, s.s.h, "Stream.Destroy", "stream already destroyed", "cuStreamDestroy_v2", capi.CuStreamDestroy)
 }
 
 // Event is a CUDA event with timing enabled. Use it to time work on a stream:
-// record one before and one after, then Elapsed. It is safe for concurrent use.
+// record one before and one after, then [Elapsed]. It is safe for concurrent use.
 type Event struct {
 	h         uintptr
 	dev       Device
@@ -197,19 +190,12 @@ func (e *Event) Done() (bool, error) {
 	return r == 0, check("Event.Done", "cuEventQuery", r)
 }
 
-// Destroy releases the event. A second Destroy returns ErrClosed.
+// Destroy releases the event. A second Destroy returns [ErrClosed].
 func (e *Event) Destroy() error {
 	if e == nil {
 		return nil
 	}
-	if e.destroyed.Swap(true) {
-		return closedError("Event.Destroy", "event already destroyed")
-	}
-	ctx, err := e.dev.context("Event.Destroy")
-	if err != nil {
-		return err
-	}
-	return check("Event.Destroy", "cuEventDestroy_v2", capi.CuEventDestroy(ctx, e.h))
+	return destroyOnce(&e.destroyed, e.dev, e.h, "Event.Destroy", "event already destroyed", "cuEventDestroy_v2", capi.CuEventDestroy)
 }
 
 // Elapsed is the GPU time between two recorded events (cuEventElapsedTime,

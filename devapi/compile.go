@@ -18,7 +18,7 @@ import (
 type Compiler int
 
 const (
-	// Auto tries NVRTC, and nvcc when NVRTC is missing or cannot compile
+	// Auto tries [NVRTC], and nvcc when NVRTC is missing or cannot compile
 	// the NCCL headers (which include C++ standard headers NVRTC may not
 	// ship).
 	Auto Compiler = iota
@@ -39,13 +39,13 @@ func (c Compiler) String() string {
 // NVCCEnv names the environment variable that points at nvcc.
 const NVCCEnv = "NCCL4GO_NVCC"
 
-// Options are how Compile compiles a device-API kernel.
+// Options are how [Compile] compiles a device-API kernel.
 type Options struct {
 	// Device is the device to compile for (its sm_XY).
 	Device cuda.Device
 	// Headers are the NCCL device headers; nil: FindHeaders("").
 	Headers *Headers
-	// Compiler picks NVRTC or nvcc (default Auto).
+	// Compiler picks [NVRTC] or nvcc (default [Auto]).
 	Compiler Compiler
 	// IncludePaths are more #include directories.
 	IncludePaths []string
@@ -212,6 +212,6 @@ func runNVCC(nvcc, src string, args []string) ([]byte, error) {
 	return os.ReadFile(out)
 }
 
-// NVCCPath is the nvcc Compile would run (NCCL4GO_NVCC, PATH,
+// NVCCPath is the nvcc [Compile] would run (NCCL4GO_NVCC, PATH,
 // $CUDA_HOME/bin, /usr/local/cuda/bin), or an error saying where it looked.
 func NVCCPath() (string, error) { return findNVCC() }

@@ -345,6 +345,23 @@ func TestGPUDevCommOneRank(t *testing.T) {
 	r := gputest.Require(t)
 	rs, err := setupRanks(t, 1, 1024)
 	var se *nccl.SymmetricMemoryError
+	var ue *nccl.UnsupportedError
+	if errors.As(err, &ue) && ue.Feature == "ncclDevCommCreate" {
+		// A release without device communicators (before 2.28.3, seen on
+		// 2.27.7): the refusal names the call and its first release, and
+		// RequireLSA foresees it.
+		comms, ierr := nccl.InitAll([]int{0})
+		if ierr != nil {
+			t.Fatal(ierr)
+		}
+		defer comms[0].Destroy()
+		lsa := devapi.RequireLSA(comms[0])
+		if ue.Since != 22803 || ue.Loaded != r || !errors.Is(lsa, nccl.ErrUnsupported) {
+			t.Errorf("gated refusal %v (Since %s, Loaded %s), RequireLSA %v; want Since 2.28.3, Loaded %s, both ErrUnsupported", err, ue.Since, ue.Loaded, lsa, r)
+		}
+		t.Logf("GATED on NCCL %s as expected: %v; RequireLSA: %v", r, err, lsa)
+		return
+	}
 	if r < 22807 && errors.As(err, &se) {
 		// NCCL before 2.28.7 gives symmetric memory to no communicator
 		// of one rank: the refusal must be typed, say why, and be

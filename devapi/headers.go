@@ -26,7 +26,7 @@ type Headers struct {
 }
 
 // ErrNoHeaders: no NCCL device headers matching the loaded library were
-// found. It wraps nccl.ErrUnsupported: the device API cannot be compiled.
+// found. It wraps [nccl.ErrUnsupported]: the device API cannot be compiled.
 var ErrNoHeaders = fmt.Errorf("devapi: no matching NCCL device headers: %w", nccl.ErrUnsupported)
 
 // HeadersError says where headers were looked for and what was found.
@@ -44,14 +44,14 @@ func (e *HeadersError) Error() string {
 		e.Want, strings.Join(e.Tried, "; "), HeadersEnv)
 }
 
-// Is matches ErrNoHeaders and nccl.ErrUnsupported.
+// Is matches [ErrNoHeaders] and [nccl.ErrUnsupported].
 func (e *HeadersError) Is(target error) bool {
 	return target == ErrNoHeaders || errors.Is(nccl.ErrUnsupported, target)
 }
 
 // FindHeaders finds the NCCL device headers matching the loaded NCCL (its
-// release, as nccl.Version reports it). It looks in dir when given, else
-// in the directory HeadersEnv names, then beside the loaded library
+// release, as [nccl.Version] reports it). It looks in dir when given, else
+// in the directory [HeadersEnv] names, then beside the loaded library
 // (../include, as an install or an NCCL build tree lays them out), then
 // in /usr/include, /usr/local/include, $CUDA_HOME/include and
 // /usr/local/cuda/include. A directory counts when it has nccl_device.h

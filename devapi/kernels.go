@@ -52,8 +52,8 @@ func Load(opts Options) (*Kernels, error) {
 	return k, nil
 }
 
-// Close unloads the kernels' module. A nil or zero Kernels has nothing to
-// close; a second Close returns an error wrapping cuda.ErrClosed.
+// Close unloads the kernels' module. A nil or zero [Kernels] has nothing to
+// close; a second Close returns an error wrapping [cuda.ErrClosed].
 func (k *Kernels) Close() error {
 	if k == nil || k.mod == nil {
 		return nil
@@ -61,7 +61,7 @@ func (k *Kernels) Close() error {
 	return k.mod.Unload()
 }
 
-// use refuses a nil or zero Kernels (what a failed Load returns).
+// use refuses a nil or zero [Kernels] (what a failed [Load] returns).
 func (k *Kernels) use(op string) error {
 	if k == nil || k.mod == nil {
 		return &cuda.ArgError{Op: op, Arg: "kernels", Reason: "nil or zero Kernels: get them from Load"}

@@ -24,7 +24,7 @@ type Cache struct {
 
 // DefaultCache is the cache under $XDG_CACHE_HOME/nccl4go/kernels (Go's
 // os.UserCacheDir: $XDG_CACHE_HOME, else ~/.cache), or the directory
-// CacheDirEnv names. It returns nil (no cache) when CacheDirEnv is "off"
+// [CacheDirEnv] names. It returns nil (no cache) when CacheDirEnv is "off"
 // or no cache directory can be made.
 func DefaultCache() *Cache {
 	dir := os.Getenv(CacheDirEnv)
@@ -51,7 +51,7 @@ var errNoDir = &OptionError{Option: "Cache.Dir", Reason: "empty: use DefaultCach
 // NVRTC gets (the architecture resolved from the device included), the
 // output kind, NVRTC's version and the extra key strings keys. The
 // headers that #include reads are not hashed: pass what identifies them
-// (a library's version, their directory) in keys. A nil Cache compiles
+// (a library's version, their directory) in keys. A nil [Cache] compiles
 // every time.
 func (c *Cache) Compile(src string, opts Options, keys ...string) (r *Result, cached bool, err error) {
 	args, arch, err := opts.args()
@@ -98,9 +98,9 @@ func (c *Cache) Compile(src string, opts Options, keys ...string) (r *Result, ca
 // with build when the cache has none (ext is the file's extension, such as
 // ".cubin"). cached reports whether it came from the cache. An entry that
 // cannot be written (a read-only directory, a full disk) costs the next run
-// a build, nothing more. A nil Cache calls build every time; a Cache with
+// a build, nothing more. A nil [Cache] calls build every time; a Cache with
 // an empty Dir, a nil build or an ext holding a path separator is an
-// *OptionError.
+// *[OptionError].
 func (c *Cache) Get(ext string, build func() ([]byte, error), keys ...string) (code []byte, cached bool, err error) {
 	if build == nil {
 		return nil, false, &OptionError{Option: "Cache.Get build", Reason: "nil"}

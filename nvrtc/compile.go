@@ -10,7 +10,7 @@ import (
 	"github.com/nccl4go/nccl/internal/capi"
 )
 
-// Output is the kind of code Compile returns.
+// Output is the kind of code [Compile] returns.
 type Output int
 
 const (
@@ -18,7 +18,7 @@ const (
 	CUBIN Output = iota
 	// PTX is virtual assembly, compiled by the driver when loaded.
 	PTX
-	// LTOIR is link-time-optimization IR (-dlto), to link with Link.
+	// LTOIR is link-time-optimization IR (-dlto), to link with [Link].
 	LTOIR
 )
 
@@ -35,19 +35,19 @@ func (o Output) String() string {
 	return fmt.Sprintf("Output(%d)", int(o))
 }
 
-// capiOutput is the shim's numbering: 0 PTX, 1 CUBIN, 2 LTO-IR.
+// capi is the shim's numbering of o: 0 [PTX], 1 [CUBIN], 2 LTO-IR.
 func (o Output) capi() int { return [...]int{1, 0, 2}[o] }
 
-// Options are how Compile compiles.
+// Options are how [Compile] compiles.
 type Options struct {
 	// Name is the program's file name in the log (default "kernel.cu").
 	Name string
-	// Arch is the target architecture: "sm_90" (CUBIN, or PTX for it),
+	// Arch is the target architecture: "sm_90" ([CUBIN], or [PTX] for it),
 	// "compute_90" (PTX). Empty: the Device's.
 	Arch string
 	// Device picks the architecture when Arch is empty (default device 0).
 	Device cuda.Device
-	// Output is what to return (default CUBIN).
+	// Output is what to return (default [CUBIN]).
 	Output Output
 	// IncludePaths are directories searched by #include (-I).
 	IncludePaths []string
@@ -141,7 +141,7 @@ func (o *Options) name() string {
 	return o.Name
 }
 
-// OptionError is an option Compile refuses before calling NVRTC.
+// OptionError is an option [Compile] refuses before calling NVRTC.
 type OptionError struct {
 	Option, Reason string
 }
@@ -173,7 +173,7 @@ func (e *CompileError) Error() string {
 
 // Result is compiled code.
 type Result struct {
-	// Code is the CUBIN, PTX or LTO-IR.
+	// Code is the [CUBIN], [PTX] or LTO-IR.
 	Code []byte
 	// Output is its kind, Arch the architecture it was compiled for.
 	Output Output
@@ -184,9 +184,9 @@ type Result struct {
 
 // Compile compiles src (CUDA C++) with NVRTC (nvrtcCreateProgram,
 // nvrtcCompileProgram, then nvrtcGetCUBIN, nvrtcGetPTX or nvrtcGetLTOIR).
-// Kernels meant for cuda.Module.Function should be declared extern "C".
-// A failed compilation returns a *CompileError with the log; a missing
-// NVRTC a *LoadError.
+// Kernels meant for [cuda.Module].Function should be declared extern "C".
+// A failed compilation returns a *[CompileError] with the log; a missing
+// NVRTC a *[LoadError].
 func Compile(src string, opts Options) (*Result, error) {
 	args, arch, err := opts.args()
 	if err != nil {

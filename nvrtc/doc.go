@@ -1,4 +1,4 @@
-// Package nvrtc compiles CUDA C++ to PTX, CUBIN or LTO-IR at run time with
+// Package nvrtc compiles CUDA C++ to [PTX], [CUBIN] or LTO-IR at run time with
 // NVIDIA's NVRTC, and links LTO-IR with nvJitLink, for kernels a Go
 // program launches through the cuda package ([cuda.Device.LoadModule],
 // [cuda.Function.Launch]).

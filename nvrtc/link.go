@@ -11,10 +11,10 @@ import (
 // errors.ErrUnsupported.
 var ErrUnsupported = fmt.Errorf("nvrtc: not supported by the loaded library: %w", errors.ErrUnsupported)
 
-// InputType is the kind of a Link input (nvJitLinkInputType).
+// InputType is the kind of a [Link] input (nvJitLinkInputType).
 type InputType int32
 
-// Link input kinds, with nvJitLink's numbers.
+// [Link] input kinds, with nvJitLink's numbers.
 const (
 	InputCUBIN  InputType = 1
 	InputPTX    InputType = 2
@@ -24,7 +24,7 @@ const (
 	InputLib    InputType = 6
 )
 
-// LinkInput is one input of Link.
+// LinkInput is one input of [Link].
 type LinkInput struct {
 	Type InputType
 	Data []byte
@@ -46,16 +46,16 @@ func (e *LinkError) Error() string {
 	return msg
 }
 
-// maxLinkInputs bounds Link's inputs (the shim's arrays hold fewer than
+// maxLinkInputs bounds [Link]'s inputs (the shim's arrays hold fewer than
 // 1<<20).
 const maxLinkInputs = 1 << 20
 
-// Link links inputs (typically LTO-IR from Compile with Output LTOIR, and
-// a library's LTO-IR such as NCCL's libnccl_device.ltoir) into a CUBIN for
+// Link links inputs (typically LTO-IR from [Compile] with [Output] [LTOIR], and
+// a library's LTO-IR such as NCCL's libnccl_device.ltoir) into a [CUBIN] for
 // arch ("sm_90") with nvJitLink, which is loaded on first use
-// (LinkLibraryEnv, libnvJitLink.so.13 / .12). Where no nvJitLink loads the
-// error is a *LoadError: LTO is then unavailable, and Compile's CUBIN or
-// PTX output is the way.
+// ([LinkLibraryEnv], libnvJitLink.so.13 / .12). Where no nvJitLink loads the
+// error is a *[LoadError]: LTO is then unavailable, and Compile's CUBIN or
+// [PTX] output is the way.
 func Link(arch string, inputs []LinkInput, extra ...string) ([]byte, error) {
 	if len(inputs) == 0 {
 		return nil, &OptionError{Option: "inputs", Reason: "nothing to link"}
@@ -92,7 +92,7 @@ func Link(arch string, inputs []LinkInput, extra ...string) ([]byte, error) {
 }
 
 // LinkLibraryPath is the file nvJitLink was loaded from, loading it first:
-// a *LoadError says LTO is unavailable on this machine.
+// a *[LoadError] says LTO is unavailable on this machine.
 func LinkLibraryPath() (string, error) {
 	if err := ensureLink(); err != nil {
 		return "", err

@@ -23,7 +23,7 @@ const LinkLibraryEnv = "NCCL4GO_NVJITLINK_LIBRARY"
 var ErrLibraryNotFound = errors.New("nvrtc: library not found")
 
 // LoadError is a failure to find a usable library. errors.Is matches
-// ErrLibraryNotFound.
+// [ErrLibraryNotFound].
 type LoadError struct {
 	// Library is "NVRTC" or "nvJitLink".
 	Library string
@@ -43,7 +43,7 @@ func (e *LoadError) Error() string {
 		e.Library, strings.Join(e.Tried, "; "), pkg, e.Env)
 }
 
-// Is matches ErrLibraryNotFound.
+// Is matches [ErrLibraryNotFound].
 func (e *LoadError) Is(target error) bool { return target == ErrLibraryNotFound }
 
 type loader struct {
@@ -54,7 +54,7 @@ type loader struct {
 
 var rtcLib, linkLib loader
 
-// Load opens the NVRTC library at path. Without it, the first Compile
+// Load opens the NVRTC library at path. Without it, the first [Compile]
 // searches as the package documentation says. Load fails when NVRTC is
 // already loaded from another file.
 func Load(path string) error {
@@ -81,7 +81,7 @@ func ensureLink() error {
 
 // ensure loads library name once (by tryLoad, from the candidates for
 // env, the library file base and pip's directory pipDir) and returns the
-// outcome of that first attempt, or of Load.
+// outcome of that first attempt, or of [Load].
 func (l *loader) ensure(name, env, base, pipDir string, load func(string) (string, bool)) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -26,7 +26,7 @@ func allToAllInPlace(c *nccl.Communicator, buf uintptr, count uint64, dt nccl.Da
 	case st.Code == capi.Missing:
 		return fmt.Errorf("perf: in-place alltoall: ncclAlltoAll: %w", nccl.ErrUnsupported)
 	case st.Code > 0:
-		return &nccl.Error{Op: "AllToAll (in place)", Code: nccl.Result(st.Code), Detail: st.Detail}
+		return fmt.Errorf("perf: in-place alltoall: %w", &nccl.Error{Op: "AllToAll", Code: nccl.Result(st.Code), Detail: st.Detail})
 	}
 	return fmt.Errorf("perf: in-place alltoall: ncclAlltoAll: shim status %d %s", st.Code, st.Detail)
 }

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/faketest"
 )
 
@@ -103,4 +105,30 @@ func TestAlltoallvPattern(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A failure of the in-place ncclAlltoAll reads like perf's other errors
+// ("perf: in-place alltoall: ...") and wraps an *nccl.Error whose Op is the
+// binding's operation name, as Error.Op promises (it was the phrase
+// "AllToAll (in place)").
+func TestInPlaceAllToAllErrorNamesOperation(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 22803}, func(t *testing.T) {
+		id, err := nccl.NewUniqueID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := nccl.Init(1, 0, id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Destroy()
+		err = allToAllInPlace(c, 0, 1, nccl.DataType(99), cuda.Stream{})
+		var ne *nccl.Error
+		if !errors.As(err, &ne) {
+			t.Fatalf("err = %v, want an *nccl.Error", err)
+		}
+		if ne.Op != "AllToAll" || !strings.HasPrefix(err.Error(), "perf: in-place alltoall: nccl: AllToAll: ") {
+			t.Errorf("err = %q (Op %q), want \"perf: in-place alltoall: nccl: AllToAll: ...\" with Op AllToAll", err, ne.Op)
+		}
+	})
 }

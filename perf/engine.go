@@ -31,12 +31,12 @@ type World struct {
 	// Host, when set, is how the processes meet on the host: the engine's
 	// barriers (-z 1 included) and its reductions of times and error
 	// counts go through it and make no NCCL call, as nccl-tests' go
-	// through MPI. JobWorld sets it to the job's rendezvous session. When
+	// through MPI. [JobWorld] sets it to the job's rendezvous session. When
 	// nil and NProcs > 1, they go through the communicators (a small NCCL
 	// operation each, on streams of their own).
 	Host HostChannel
 	// InitMemory is the GPU memory the communicators' creation took (the
-	// most on any of the process's GPUs; LocalWorld and JobWorld measure
+	// most on any of the process's GPUs; [LocalWorld] and [JobWorld] measure
 	// it), for -M.
 	InitMemory int64
 	owned      bool
@@ -52,8 +52,8 @@ type HostChannel interface {
 	AllGather(ctx context.Context, value []byte) ([][]byte, error)
 }
 
-// Close destroys the communicators LocalWorld created; it does nothing for
-// a World built by hand.
+// Close destroys the communicators [LocalWorld] created; it does nothing for
+// a [World] built by hand.
 func (w *World) Close() error {
 	if w == nil || !w.owned {
 		return nil
@@ -136,14 +136,14 @@ func (e *RunError) Error() string { return "perf: " + e.Op + ": " + e.Err.Error(
 // Unwrap is the cause.
 func (e *RunError) Unwrap() error { return e.Err }
 
-// ErrTimeout: a wait for the GPU exceeded Options.Timeout (-T); the
+// ErrTimeout: a wait for the GPU exceeded [Options.Timeout] (-T); the
 // communicators were aborted.
 var ErrTimeout = errors.New("perf: test timeout")
 
 // Run runs the benchmark of opts on world and reports to rep (only on
 // process 0; rep may be nil). It returns the report on every process. A
-// wrong result is not an error: Report.Errors counts it. The benchmark
-// locks its goroutine to an OS thread while it runs; with Options.Threads
+// wrong result is not an error: [Report.Errors] counts it. The benchmark
+// locks its goroutine to an OS thread while it runs; with [Options.Threads]
 // above 1, each thread's goroutine drives its share of world.Comms on an
 // OS thread of its own, and the first thread reports.
 func Run(ctx context.Context, opts Options, world *World, rep Reporter) (*Report, error) {

@@ -93,7 +93,7 @@ func LocalDevices(n, localRank int) []int {
 	return out
 }
 
-// JobWorld joins the job the launcher describes (rendezvous.FromEnv: nccl4go
+// JobWorld joins the job the launcher describes ([rendezvous.FromEnv]: nccl4go
 // run, mpirun, srun, torchrun...), one rank per process, with cfg. device,
 // when >= 0, is this rank's GPU; otherwise rendezvous picks it from the
 // local rank. The processes coordinate on the host through the job's
@@ -148,7 +148,7 @@ func JobWorld(ctx context.Context, job *rendezvous.Job, device int, cfg *nccl.Co
 // ("AND n" or "&n", "OR n" or "|n", "MOD n" or "%n", "DIV n" or "/n";
 // case-insensitive, n decimal or 0x-hexadecimal), read through getenv;
 // split is false when neither is set. Processes of one colour form one
-// communicator (JobWorld splits the job's by it).
+// communicator ([JobWorld] splits the job's by it).
 func SplitColor(proc int, getenv func(string) string) (color int, split bool, err error) {
 	if v := getenv("NCCL_TESTS_SPLIT_MASK"); v != "" {
 		m, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(v), "0x"), "0X"), 16, 63)

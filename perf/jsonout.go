@@ -546,7 +546,7 @@ type Series struct {
 	Rows   []Row
 }
 
-// ReadJSON reads a JSON file written by WriteJSON or by nccl-tests (-J).
+// ReadJSON reads a JSON file written by [WriteJSON] or by nccl-tests (-J).
 func ReadJSON(rd io.Reader, name string) (*Series, error) {
 	doc, err := readDoc(rd, name)
 	if err != nil {
@@ -628,7 +628,7 @@ func fromJSONCell(c *jsonCell) Cell {
 
 // CSVWriter writes one line per row (a header line first) as the run goes;
 // with per-iteration timing (-I) each line ends with the i_min, i_max,
-// i_p99 and i_cv% of both cells, and with Options.Ceiling with the path
+// i_p99 and i_cv% of both cells, and with [Options.Ceiling] with the path
 // and bandwidth of the row's limit.
 type CSVWriter struct {
 	w       *csv.Writer
@@ -638,7 +638,7 @@ type CSVWriter struct {
 	ceiling bool // Options.Ceiling: the path and algbw of the row's limit
 }
 
-// NewCSVWriter returns a Reporter writing CSV to w.
+// NewCSVWriter returns a [Reporter] writing CSV to w.
 func NewCSVWriter(w io.Writer) *CSVWriter { return &CSVWriter{w: csv.NewWriter(w)} }
 
 // Begin writes the header line once.

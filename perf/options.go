@@ -11,12 +11,12 @@ import (
 )
 
 // Options are the settings of one benchmark run. Their names, meanings and
-// defaults are nccl-tests' (src/common.cu); DefaultOptions returns them.
+// defaults are nccl-tests' (src/common.cu); [DefaultOptions] returns them.
 type Options struct {
-	// Test is the collective: one of Tests.
+	// Test is the collective: one of [Tests].
 	Test string
 	// Threads is the number of threads of this process (-t; 0 and 1: one),
-	// each driving GPUs of the World's communicators, in order.
+	// each driving GPUs of the [World]'s communicators, in order.
 	Threads int
 	// GPUs is the number of GPUs (ranks) this process drives (-g): devices
 	// first..first+GPUs-1, where first is NCCL_TESTS_DEVICE when set, else
@@ -62,7 +62,7 @@ type Options struct {
 	// below 90% of it (nccl-tests' NCCL_TESTS_MIN_BW).
 	MinBusBW float64
 	// PerIterTiming times every iteration with CUDA events (-I 1): each
-	// Cell gets PerIter, and the table the i_min, i_max, i_p99 and i_cv%
+	// [Cell] gets PerIter, and the table the i_min, i_max, i_p99 and i_cv%
 	// columns. Not with CUDA graphs.
 	PerIterTiming bool
 	// PerIterSkip leaves the first iterations out of the per-iteration
@@ -79,11 +79,11 @@ type Options struct {
 	// as nccl-tests falls back).
 	Register int
 	// MemoryReport prints the GPU memory the run used (-M 1): at
-	// communicator init (when the World measured it), for the buffers, and
+	// communicator init (when the [World] measured it), for the buffers, and
 	// during the collectives.
 	MemoryReport bool
 	// Ceiling measures, beside each row, the bandwidth limit of the path
-	// it measured where known (Row.Ceiling): on one rank, a device memcpy
+	// it measured where known ([Row.Ceiling]): on one rank, a device memcpy
 	// of the same bytes. Not an nccl-tests option; it adds that copy's
 	// time to the run.
 	Ceiling bool

@@ -30,7 +30,7 @@ func PlotFormat(path string) (string, error) {
 	}
 }
 
-// SeriesOf turns a report into a Series named name.
+// SeriesOf turns a report into a [Series] named name.
 func SeriesOf(r *Report, name string) *Series {
 	return &Series{Name: name, Test: r.Test, NRanks: r.NRanks, Rows: r.Rows}
 }
@@ -85,7 +85,7 @@ type plotLine struct {
 	bw, t   plotter.XYs
 }
 
-// figure is what Plot draws, kept apart for tests.
+// figure is what [Plot] draws, kept apart for tests.
 type figure struct {
 	bw, tm *plot.Plot
 	lines  []plotLine
@@ -97,7 +97,7 @@ type figure struct {
 // (left) and time per operation (right, log scale) against message size
 // (log scale). Each series gets one line per data type, reduction and root
 // it measured, out-of-place solid and in-place dashed; a size measured
-// several times (-N) is drawn at its mean. Bandwidth is bus bandwidth,
+// several times (-N) is drawn at its mean. [Bandwidth] is bus bandwidth,
 // except for a series whose bus bandwidth factor is 0 (one rank), where
 // it is the algorithm bandwidth, and the legend says so. Colours are Okabe
 // and Ito's colour-blind-safe palette; the legend sits under the panels,
@@ -131,7 +131,7 @@ func Plot(w io.Writer, format, title string, series ...*Series) error {
 	return nil
 }
 
-// buildFigure makes the panels, lines and legend of Plot.
+// buildFigure makes the panels, lines and legend of [Plot].
 func buildFigure(title string, series []*Series) (*figure, error) {
 	if len(series) == 0 {
 		return nil, fmt.Errorf("perf: plot: no series")

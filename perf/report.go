@@ -103,7 +103,7 @@ type Row struct {
 	OutOfPlace Cell
 	InPlace    Cell
 	// Ceiling is the limit of the measured path, where known and asked
-	// for (Options.Ceiling; nil otherwise).
+	// for ([Options.Ceiling]; nil otherwise).
 	Ceiling *Ceiling
 }
 
@@ -119,7 +119,7 @@ type Report struct {
 	// AvgBusBW is the mean bus bandwidth over every cell of every row
 	// (NaN when there is none).
 	AvgBusBW float64
-	// BWFailed is set when AvgBusBW is below 90% of Options.MinBusBW.
+	// BWFailed is set when AvgBusBW is below 90% of [Options.MinBusBW].
 	BWFailed bool
 	// Skipped lists the type and reduction pairs of an "all" sweep that the
 	// loaded NCCL or the GPU does not support, with the reason.

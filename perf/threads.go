@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// runThreads is -t: Options.Threads goroutines, each on an OS thread of
+// runThreads is -t: [Options.Threads] goroutines, each on an OS thread of
 // its own, each driving len(world.Comms)/Threads communicators in order
 // (nccl-tests' thread t drives GPUs t*nGpus..), meeting at nccl-tests'
 // thread barriers and reductions, then with the other processes. The

@@ -10,10 +10,10 @@ import (
 	"strings"
 )
 
-// Launcher names what started the job, as FromEnv found it.
+// Launcher names what started the job, as [FromEnv] found it.
 type Launcher string
 
-// The launchers FromEnv recognizes.
+// The launchers [FromEnv] recognizes.
 const (
 	// LauncherNone: no launcher variables; the process is a job of one rank.
 	LauncherNone Launcher = "none"
@@ -38,7 +38,7 @@ const (
 )
 
 // Environment variables of nccl4go. They take precedence over every
-// launcher's: each one set replaces the value FromEnv found elsewhere.
+// launcher's: each one set replaces the value [FromEnv] found elsewhere.
 const (
 	EnvRank           = "NCCL4GO_RANK"
 	EnvWorldSize      = "NCCL4GO_WORLD_SIZE"
@@ -68,14 +68,14 @@ const DefaultMasterPort = 29500
 
 // Job is one process's place in a job, as the launcher describes it.
 type Job struct {
-	// Launcher is what set the variables FromEnv read.
+	// Launcher is what set the variables [FromEnv] read.
 	Launcher Launcher
 	// Rank is this process's rank, 0 to WorldSize-1.
 	Rank int
 	// WorldSize is the number of processes (ranks) of the job.
 	WorldSize int
 	// LocalRank is the rank among the processes on this node, 0 to
-	// LocalWorldSize-1; Init picks the GPU from it.
+	// LocalWorldSize-1; [Init] picks the GPU from it.
 	LocalRank int
 	// LocalWorldSize is the number of processes on this node.
 	LocalWorldSize int
@@ -135,13 +135,13 @@ func (j *Job) String() string {
 	return s
 }
 
-// MaxWorldSize is the largest world size FromEnv accepts: 2^20 ranks, far
+// MaxWorldSize is the largest world size [FromEnv] accepts: 2^20 ranks, far
 // above any job NCCL has run, and small enough that a per-rank table of
-// the job (Session.AllGather's) cannot exhaust memory by itself. A larger
-// value is an *EnvError.
+// the job ([Session.AllGather]'s) cannot exhaust memory by itself. A larger
+// value is an *[EnvError].
 const MaxWorldSize = 1 << 20
 
-// EnvError is a job environment FromEnv cannot use: a value missing, out of
+// EnvError is a job environment [FromEnv] cannot use: a value missing, out of
 // range or contradicting another. It names the variables read and their
 // values.
 type EnvError struct {
@@ -168,12 +168,12 @@ func (e *EnvError) Error() string {
 }
 
 // FromEnv returns the job as the process's launcher describes it in the
-// environment. See FromLookup for the variables and their precedence.
+// environment. See [FromLookup] for the variables and their precedence.
 func FromEnv() (*Job, error) {
 	return fromLookup(os.LookupEnv, os.Getppid())
 }
 
-// FromMap is FromLookup over a map, for tests and for environments a
+// FromMap is [FromLookup] over a map, for tests and for environments a
 // program builds.
 func FromMap(env map[string]string) (*Job, error) {
 	return FromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
@@ -212,7 +212,7 @@ func FromMap(env map[string]string) (*Job, error) {
 // set (mpirun -x MASTER_ADDR), else 127.0.0.1 when every rank is on one node,
 // else the first host of SLURM_JOB_NODELIST (mpirun inside sbatch, where the
 // first node runs rank 0); without a port, the port derives from the job id
-// (10000 + a hash of it modulo 20000), else is DefaultMasterPort.
+// (10000 + a hash of it modulo 20000), else is [DefaultMasterPort].
 //
 // Kubeflow's PyTorchJob with nprocPerNode > 1 sets RANK to the pod's index
 // while WORLD_SIZE counts processes (pods × nprocPerNode), for torchrun to
@@ -225,7 +225,7 @@ func FromMap(env map[string]string) (*Job, error) {
 // one node (MASTER_ADDR is a loopback address, or only one node), else 0 of
 // 1 (one process per pod or container).
 //
-// A missing or contradictory value is an *EnvError naming the variables read.
+// A missing or contradictory value is an *[EnvError] naming the variables read.
 func FromLookup(lookup func(string) (string, bool)) (*Job, error) {
 	return fromLookup(lookup, 0)
 }
@@ -401,35 +401,13 @@ func (r *reader) triple(rank, size, localRank, localSize, node, nodes string) (f
 		return f, r.fail("%s is set but %s is not", rank, size)
 	}
 	f.localRank, f.localSize, f.node, f.nodes = -1, -1, -1, 0
-	if localRank != "" {
-		if v, ok, err := r.int(localRank); err != nil {
-			return f, err
-		} else if ok {
-			f.localRank, f.localRankName = v, localRank
-		}
-	}
-	if localSize != "" {
-		if v, ok, err := r.int(localSize); err != nil {
-			return f, err
-		} else if ok {
-			f.localSize, f.localSizeName = v, localSize
-		}
-	}
-	if node != "" {
-		if v, ok, err := r.int(node); err != nil {
-			return f, err
-		} else if ok {
-			f.node, f.nodeName = v, node
-		}
-	}
-	if nodes != "" {
-		if v, ok, err := r.int(nodes); err != nil {
-			return f, err
-		} else if ok {
-			f.nodes, f.nodesName = v, nodes
-		}
-	}
-	return f, nil
+	err = r.setInts([]intVar{
+		{localRank, &f.localRank, &f.localRankName},
+		{localSize, &f.localSize, &f.localSizeName},
+		{node, &f.node, &f.nodeName},
+		{nodes, &f.nodes, &f.nodesName},
+	})
+	return f, err
 }
 
 // torch reads torchrun's or a Kubernetes operator's variables.
@@ -579,40 +557,47 @@ func (r *reader) slurm() (found, error) {
 	return f, nil
 }
 
-// overrides applies the NCCL4GO_* variables that are set.
-func (r *reader) overrides(f *found) error {
-	set := func(name string, dst *int, dstName *string) error {
-		v, ok, err := r.int(name)
+// intVar is an integer variable to read into a field of found: name (""
+// for one the launcher does not set), the field, and where to note the
+// variable's name (nil: nowhere).
+type intVar struct {
+	name      string
+	v         *int
+	foundName *string
+}
+
+// setInts sets each variable's field from the variables that are set.
+func (r *reader) setInts(vars []intVar) error {
+	for _, o := range vars {
+		if o.name == "" {
+			continue
+		}
+		v, ok, err := r.int(o.name)
 		if err != nil {
 			return err
 		}
-		if ok {
-			*dst = v
-			if dstName != nil {
-				*dstName = name
-			}
+		if !ok {
+			continue
 		}
-		return nil
+		*o.v = v
+		if o.foundName != nil {
+			*o.foundName = o.name
+		}
 	}
-	if err := set(EnvRank, &f.rank, &f.rankName); err != nil {
-		return err
-	}
-	if err := set(EnvWorldSize, &f.size, &f.sizeName); err != nil {
-		return err
-	}
-	if err := set(EnvLocalRank, &f.localRank, &f.localRankName); err != nil {
-		return err
-	}
-	if err := set(EnvLocalWorldSize, &f.localSize, &f.localSizeName); err != nil {
-		return err
-	}
-	if err := set(EnvNodeRank, &f.node, &f.nodeName); err != nil {
-		return err
-	}
-	if err := set(EnvNumNodes, &f.nodes, &f.nodesName); err != nil {
-		return err
-	}
-	if err := set(EnvMasterPort, &f.port, nil); err != nil {
+	return nil
+}
+
+// overrides applies the NCCL4GO_* variables that are set.
+func (r *reader) overrides(f *found) error {
+	if err := r.setInts([]intVar{
+		{EnvRank, &f.rank, &f.rankName},
+		{EnvWorldSize, &f.size, &f.sizeName},
+		{EnvLocalRank, &f.localRank, &f.localRankName},
+		{EnvLocalWorldSize, &f.localSize, &f.localSizeName},
+		{EnvNodeRank, &f.node, &f.nodeName},
+		{EnvNumNodes, &f.nodes, &f.nodesName},
+		{EnvMasterPort, &f.port, nil},
+	}); err != nil {
 		return err
 	}
 	if v, ok := r.get(EnvMasterAddr); ok {

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// FileStoreOptions configure OpenFileStore. The zero value (or nil) gives the
+// FileStoreOptions configure [OpenFileStore]. The zero value (or nil) gives the
 // defaults.
 type FileStoreOptions struct {
 	// RemoveAfter, when > 0, is the number of users of the file (torch's
@@ -28,7 +28,7 @@ type FileStoreOptions struct {
 	MaxValueBytes int
 }
 
-// FileStore is a Store kept in one file on a file system shared by the ranks
+// FileStore is a [Store] kept in one file on a file system shared by the ranks
 // (NFS, Lustre, a local disk for one machine), for jobs with no network
 // master. It reads and writes the file format of torch's FileStore (records
 // of a uint32-length key and value, keys prefixed "/", deletions as "-/key"),
@@ -89,7 +89,7 @@ func OpenFileStore(path string, opts *FileStoreOptions) (*FileStore, error) {
 func (s *FileStore) Path() string { return s.path }
 
 // Close counts this user out; with RemoveAfter set, the last user removes the
-// file. Later calls return ErrClosed. Idempotent.
+// file. Later calls return [ErrClosed]. Idempotent.
 func (s *FileStore) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -356,7 +356,7 @@ func (s *FileStore) Add(ctx context.Context, key string, delta int64) (int64, er
 
 // CompareSet sets key to desired if its value equals expected (a missing key
 // matches an empty expected) and returns the value now stored (torch's
-// semantics; see Store).
+// semantics; see [Store]).
 func (s *FileStore) CompareSet(ctx context.Context, key string, expected, desired []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

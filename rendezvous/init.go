@@ -20,25 +20,25 @@ import (
 // per group of this many ranks (torch's TORCH_NCCL_RANKS_PER_ROOT default).
 const DefaultRanksPerRoot = 128
 
-// Options configure Open and Init. The zero value (or nil) reads the job
+// Options configure [Open] and [Init]. The zero value (or nil) reads the job
 // from the environment and picks everything else.
 type Options struct {
-	// Job is the job; nil reads it with FromEnv.
+	// Job is the job; nil reads it with [FromEnv].
 	Job *Job
 	// Store is the store to rendezvous through; nil: the job's. Rank 0
 	// hosts one at MasterAddr:MasterPort, unless the launcher hosts one
-	// (Job.StoreAddr: nccl4go run, torchrun's agent store); a job of one
+	// ([Job.StoreAddr]: nccl4go run, torchrun's agent store); a job of one
 	// rank uses an in-memory store. A Store given here is closed by Close.
 	Store Store
 	// Name separates the keys of independent rendezvous in one store;
 	// default "nccl4go". Every rank must use the same.
 	Name string
 	// Device is the CUDA device of this rank; nil: the local rank modulo
-	// the number of visible devices (cuda.Count, which honours
+	// the number of visible devices ([cuda.Count], which honours
 	// CUDA_VISIBLE_DEVICES), so that a launcher that shows each rank one
 	// GPU, or all of them, both work.
 	Device *int
-	// Config is the base configuration of the communicators; Init copies
+	// Config is the base configuration of the communicators; [Init] copies
 	// it and fills Device. A nil Config.Blocking makes the communicator
 	// non-blocking, so that the context bounds the init (a blocking init
 	// waits inside NCCL, where no context reaches); Split it into a blocking
@@ -48,7 +48,7 @@ type Options struct {
 	// ranks uses NCCL's scalable init (ncclCommInitRankScalable, NCCL
 	// 2.23.4) with one id per group, created by the group's first rank, so
 	// that no single root bootstraps thousands of ranks. 0:
-	// DefaultRanksPerRoot; negative: always one id. Every rank must use the
+	// [DefaultRanksPerRoot]; negative: always one id. Every rank must use the
 	// same.
 	RanksPerRoot int
 	// Logf, when set, receives progress messages.
@@ -189,7 +189,7 @@ func (s *Session) dialOptions(ctx context.Context) *DialOptions {
 func (s *Session) Store() Store { return s.store }
 
 // Close closes the store client and, on the rank that hosts it, the store
-// server, once every rank has closed its session or Options.Linger has
+// server, once every rank has closed its session or [Options.Linger] has
 // passed. Idempotent.
 func (s *Session) Close() error {
 	s.mu.Lock()
@@ -247,7 +247,7 @@ func (s *Session) next(kind string) (Store, error) {
 	return WithPrefix(s.store, s.name+"/"+kind+strconv.Itoa(g)), nil
 }
 
-// Device returns the CUDA device this rank uses: Options.Device, else the
+// Device returns the CUDA device this rank uses: [Options.Device], else the
 // local rank modulo the number of visible devices.
 func (s *Session) Device() (int, error) {
 	if s.opts.Device != nil {
@@ -293,9 +293,9 @@ func (s *Session) groups() int {
 // it, and all call NCCL's init, each wait bounded by ctx.
 //
 // When a rank never arrives, every rank that did returns, before ctx's
-// deadline, a *MissingError naming the missing ranks. When a rank fails
+// deadline, a *[MissingError] naming the missing ranks. When a rank fails
 // (no GPU, NCCL's init fails), it writes its error to the store and the
-// others stop waiting with a *RankError carrying it instead of timing out.
+// others stop waiting with a *[RankError] carrying it instead of timing out.
 func (s *Session) Communicator(ctx context.Context, cfg *nccl.Config) (*nccl.Communicator, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -492,7 +492,7 @@ func allGather(ctx context.Context, st Store, rank, n int, value []byte) ([][]by
 	return out, nil
 }
 
-// Init creates a communicator over the job in one call: Open, then
+// Init creates a communicator over the job in one call: [Open], then
 // Communicator, then Close once every rank is done with the store (so that
 // rank 0, when it hosts the store, serves it until the last rank has read
 // the ids). It returns the job too.

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// The check-in and unique-id exchange, in pure Go over a Store, apart from
-// NCCL so that it is tested with NewMemStore and goroutines.
+// The check-in and unique-id exchange, in pure Go over a [Store], apart from
+// NCCL so that it is tested with [NewMemStore] and goroutines.
 //
 // Keys, under a namespace fresh for each communicator:
 //
@@ -77,7 +77,7 @@ func (e *RankError) Error() string {
 
 // encodeFailure is the stored form of rank's failure. Missing ranks are
 // stored as such ("!m<what>|<n>|<r1>,<r2>...") so that every rank returns
-// a *MissingError.
+// a *[MissingError].
 func encodeFailure(rank int, err error) []byte {
 	var me *MissingError
 	if errors.As(err, &me) {

@@ -8,12 +8,12 @@ import (
 	"sync/atomic"
 )
 
-// NewMemStore returns an in-process Store, for tests and for jobs whose ranks are
-// goroutines of one process. It follows the semantics of torch's TCPStore server
+// NewMemStore returns an in-process [Store], for tests and for jobs whose ranks are
+// goroutines of one process. It follows the semantics of torch's [TCPStore] server
 // exactly (it is the same table the TCP server serves).
 //
 // The store is one object shared by every goroutine that holds it: Close ends it
-// for all of them (later calls return ErrClosed, and waiting calls return
+// for all of them (later calls return [ErrClosed], and waiting calls return
 // ErrClosed at once). Limits on key and value sizes do not apply.
 func NewMemStore() Store {
 	return &memStore{t: newTable(0)}

@@ -40,7 +40,7 @@ var (
 	ErrUnauthorized = errors.New("rendezvous: unauthorized")
 	// ErrTooLarge: a key, value or key count exceeds the store's limits.
 	ErrTooLarge = errors.New("rendezvous: too large")
-	// ErrProtocol: the peer sent something that is not the TCPStore wire protocol,
+	// ErrProtocol: the peer sent something that is not the [TCPStore] wire protocol,
 	// or a reply the client did not expect.
 	ErrProtocol = errors.New("rendezvous: protocol error")
 	// ErrNotInteger: Add on a key whose value is not a decimal integer.
@@ -48,21 +48,21 @@ var (
 	// ErrInvalidArgument: an empty key list or a malformed argument.
 	ErrInvalidArgument = errors.New("rendezvous: invalid argument")
 	// ErrServerFull: the server had no room for another connection (its
-	// MaxConns); Dial retries within its budget and reports it as the last
+	// MaxConns); [Dial] retries within its budget and reports it as the last
 	// failure.
 	ErrServerFull = errors.New("rendezvous: store server full")
-	// ErrOldTorch: the peer is a torch TCPStore older than 2.1, which has no
+	// ErrOldTorch: the peer is a torch [TCPStore] older than 2.1, which has no
 	// VALIDATE handshake (and numbers its commands differently). The store
-	// serves, and joins, torch 2.1 and later; Dial fails at once with it.
+	// serves, and joins, torch 2.1 and later; [Dial] fails at once with it.
 	ErrOldTorch = errors.New("rendezvous: a pre-2.1 torch peer")
 	// ErrUnreachable: the store's address could not be reached within the dial
-	// budget; the wrapping *DialError names the address and how long it tried.
+	// budget; the wrapping *[DialError] names the address and how long it tried.
 	ErrUnreachable = errors.New("rendezvous: store unreachable")
 )
 
-// Default limits: those of PyTorch's libuv TCPStore server (torch's default
+// Default limits: those of PyTorch's libuv [TCPStore] server (torch's default
 // server since 2.4), so a request that torch's server would refuse is refused
-// here too, by the client before it is sent. ServerOptions and DialOptions can
+// here too, by the client before it is sent. [ServerOptions] and [DialOptions] can
 // change them.
 const (
 	// DefaultMaxKeyBytes is the largest key (torch: MAX_STRING_LEN, 8 KiB).

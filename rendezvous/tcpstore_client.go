@@ -20,14 +20,14 @@ import (
 	"time"
 )
 
-// DialOptions configure Dial. The zero value (or nil) gives the defaults.
+// DialOptions configure [Dial]. The zero value (or nil) gives the defaults.
 type DialOptions struct {
 	// Secret, when not empty, is the job's shared secret: the client proves
 	// it knows it to a server of this package started with the same Secret
 	// (and the server proves it back). Leave it empty to join a torch store:
 	// torch's servers have no secret.
 	Secret string
-	// Timeout is how long Dial (and a later reconnect) keeps trying to reach
+	// Timeout is how long [Dial] (and a later reconnect) keeps trying to reach
 	// the server: connection refused, reset or unanswered are retried with
 	// backoff until then (default 5 minutes, torch's default). The context
 	// can end it sooner.
@@ -52,7 +52,7 @@ const (
 
 // DialError reports that a store could not be reached: it names the address,
 // how long the client tried and how many times, and the last failure. It
-// matches ErrUnreachable with errors.Is (and ctx's error, if the context ended
+// matches [ErrUnreachable] with errors.Is (and ctx's error, if the context ended
 // the attempt).
 type DialError struct {
 	Addr     string
@@ -81,18 +81,18 @@ func (e *DialError) Error() string {
 		e.Addr, what, e.Elapsed.Round(time.Millisecond), e.Attempts, e.Err)
 }
 
-// Unwrap returns ErrUnreachable and the last attempt's error.
+// Unwrap returns [ErrUnreachable] and the last attempt's error.
 func (e *DialError) Unwrap() []error { return []error{ErrUnreachable, e.Err} }
 
 // TCPStore is a client of a TCPStore server: torch's (the store torchrun's
 // agent hosts at MASTER_ADDR:MASTER_PORT, or any torch.distributed.TCPStore
-// master) or this package's Server. It implements Store and the rest of
+// master) or this package's [Server]. It implements [Store] and the rest of
 // torch's client operations. Safe for concurrent use: each concurrent call
 // uses a connection of its own.
 //
 // Keys are sent as torch's client sends them, with a "/" in front, so that
 // Set(ctx, "k", v) here and store.set("k", v) in Python name the same key. Use
-// WithPrefix to keep a job's keys apart from torch's own.
+// [WithPrefix] to keep a job's keys apart from torch's own.
 //
 // Every call takes a context; when it ends, the call returns its error. A Wait
 // or Get that is cancelled tells the server (CANCEL_WAIT) and keeps the
@@ -112,13 +112,13 @@ type TCPStore struct {
 
 // Dial connects to the store at addr ("host:port"), retrying what can go
 // away (connection refused while the server starts, resets, no answer, a
-// name not resolved yet, a full server: ErrServerFull) until opts.Timeout or
-// ctx ends; then it fails with a *DialError naming the address and how long
+// name not resolved yet, a full server: [ErrServerFull]) until opts.Timeout or
+// ctx ends; then it fails with a *[DialError] naming the address and how long
 // it tried. It fails at once, after at most one attempt, on what retrying
 // cannot fix: an address that is not host:port with a port 1-65535 or whose
-// host is a malformed IP literal (ErrInvalidArgument), a torch server older
-// than 2.1 (ErrOldTorch), a server that refuses the client's secret or lack
-// of one (ErrUnauthorized); and after three protocol errors in a row (not a
+// host is a malformed IP literal ([ErrInvalidArgument]), a torch server older
+// than 2.1 ([ErrOldTorch]), a server that refuses the client's secret or lack
+// of one ([ErrUnauthorized]); and after three protocol errors in a row (not a
 // store). opts may be nil.
 func Dial(ctx context.Context, addr string, opts *DialOptions) (*TCPStore, error) {
 	var o DialOptions
@@ -150,7 +150,7 @@ func Dial(ctx context.Context, addr string, opts *DialOptions) (*TCPStore, error
 func (s *TCPStore) Addr() string { return s.addr }
 
 // Close closes the client's connections. Calls in flight fail; later calls
-// return ErrClosed. Idempotent.
+// return [ErrClosed]. Idempotent.
 func (s *TCPStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -309,7 +309,7 @@ func permanent(err error) bool {
 // checkAddr rejects, before any attempt, an address no retry can reach: not
 // host:port, a port that is not 1-65535 (or a known service name), or a host
 // written as an IP literal that is not one. The error wraps
-// ErrInvalidArgument.
+// [ErrInvalidArgument].
 func checkAddr(addr string) error {
 	if err := addrProblem(addr); err != nil {
 		return fmt.Errorf("%w: address %q: %v", ErrInvalidArgument, addr, err)
@@ -661,11 +661,17 @@ func (s *TCPStore) confirm(c *clientConn, req *request) (bool, error) {
 
 // Set stores value under key. It returns once the server has stored it.
 func (s *TCPStore) Set(ctx context.Context, key string, value []byte) error {
+	return s.write(ctx, "Set", qSet, key, value)
+}
+
+// write sends a query that writes value under key (SET, APPEND) and waits
+// for the server's confirmation.
+func (s *TCPStore) write(ctx context.Context, op string, q queryType, key string, value []byte) error {
 	if err := errors.Join(s.checkKey(key), s.checkValue(value)); err != nil {
-		return &KeyError{Op: "Set", Key: key, Err: err}
+		return &KeyError{Op: op, Key: key, Err: err}
 	}
-	return s.op(ctx, "Set", key, func(c *clientConn) (bool, error) {
-		return s.confirm(c, &request{op: qSet, key: "/" + key, value: value})
+	return s.op(ctx, op, key, func(c *clientConn) (bool, error) {
+		return s.confirm(c, &request{op: q, key: "/" + key, value: value})
 	})
 }
 
@@ -879,12 +885,7 @@ func (s *TCPStore) NumKeys(ctx context.Context) (int64, error) {
 
 // Append appends value to the value under key (creating it).
 func (s *TCPStore) Append(ctx context.Context, key string, value []byte) error {
-	if err := errors.Join(s.checkKey(key), s.checkValue(value)); err != nil {
-		return &KeyError{Op: "Append", Key: key, Err: err}
-	}
-	return s.op(ctx, "Append", key, func(c *clientConn) (bool, error) {
-		return s.confirm(c, &request{op: qAppend, key: "/" + key, value: value})
-	})
+	return s.write(ctx, "Append", qAppend, key, value)
 }
 
 // MultiGet waits until every key exists and returns their values in order.

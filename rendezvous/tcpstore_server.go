@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// ServerOptions configure a Server. The zero value (or nil) gives the defaults.
+// ServerOptions configure a [Server]. The zero value (or nil) gives the defaults.
 //
 // What one connection can make the server hold, with the defaults:
 //   - before its handshake completes: at most [MaxHandshakeBytes] bytes read
@@ -31,7 +31,7 @@ import (
 //   - and the store itself at most MaxStoreBytes.
 type ServerOptions struct {
 	// Secret, when not empty, is a shared secret every client must prove it
-	// knows (nccl4go's extension of the protocol, see the package's TCPStore
+	// knows (nccl4go's extension of the protocol, see the package's [TCPStore]
 	// documentation). torch's clients cannot connect to such a server; leave it
 	// empty to serve them.
 	Secret string
@@ -45,11 +45,11 @@ type ServerOptions struct {
 	// within it, or the connection is closed (default 10 s).
 	HandshakeTimeout time.Duration
 	// MaxKeyBytes, MaxValueBytes and MaxKeys bound one key, one value and the
-	// keys of one request (defaults: torch's limits, DefaultMaxKeyBytes,
-	// DefaultMaxValueBytes, DefaultMaxKeys). A request over a limit closes
+	// keys of one request (defaults: torch's limits, [DefaultMaxKeyBytes],
+	// [DefaultMaxValueBytes], [DefaultMaxKeys]). A request over a limit closes
 	// its connection.
 	MaxKeyBytes, MaxValueBytes, MaxKeys int
-	// MaxRequestBytes bounds one request (default DefaultMaxRequestBytes).
+	// MaxRequestBytes bounds one request (default [DefaultMaxRequestBytes]).
 	MaxRequestBytes int64
 	// MaxStoreBytes bounds the keys and values the server holds (default
 	// 1 GiB). A write past it closes the writer's connection; this package's
@@ -120,8 +120,8 @@ func (o *ServerOptions) normalized() ServerOptions {
 }
 
 // Server serves a key-value store over TCP in the wire protocol of PyTorch's
-// c10d TCPStore: torch's clients (torch.distributed.TCPStore with
-// is_master=False) and this package's Dial can use it. Safe for concurrent use.
+// c10d [TCPStore]: torch's clients (torch.distributed.TCPStore with
+// is_master=False) and this package's [Dial] can use it. Safe for concurrent use.
 //
 // A connection that sends something that is not the protocol, breaks a limit,
 // or stops in the middle of a message is closed; the others are not affected
@@ -133,7 +133,7 @@ func (o *ServerOptions) normalized() ServerOptions {
 // Without a Secret the server is torch-compatible: any client that speaks the
 // protocol may read and write every key, as with torch's own TCPStore (which
 // has no authentication at all). Use it where torch's ranks must join, or to
-// join torch's store from Go (Dial without a Secret, under a WithPrefix of the
+// join torch's store from Go (Dial without a Secret, under a [WithPrefix] of the
 // job's own).
 //
 // With a Secret (a Go-only job; the launcher makes one per job and passes it
@@ -233,7 +233,7 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Conns returns the number of connections being served.
 func (s *Server) Conns() int { return int(s.active.Load()) }
 
-// Local returns a Store that reads and writes the server's table directly, in
+// Local returns a [Store] that reads and writes the server's table directly, in
 // the same key space as its TCP clients (keys as a torch client names them).
 // Closing it does not stop the server; closing the server ends it.
 func (s *Server) Local() Store {
@@ -478,7 +478,7 @@ func (c *serverConn) release() {
 
 // handshake reads and checks the first message (and, in secret mode, the
 // challenge and response), straight from the socket in fixed-size reads of
-// at most MaxHandshakeBytes in all. It returns false when the connection
+// at most [MaxHandshakeBytes] in all. It returns false when the connection
 // must end (it has been answered or dropped).
 func (c *serverConn) handshake() bool {
 	s := c.s

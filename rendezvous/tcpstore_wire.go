@@ -213,24 +213,31 @@ func (d *decoder) u8() (byte, error) {
 	return d.r.ReadByte()
 }
 
+// fixed reads the next n bytes (n <= len(d.tmp)) into d.tmp.
+func (d *decoder) fixed(n int) ([]byte, error) {
+	if err := d.take(int64(n)); err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(d.r, d.tmp[:n]); err != nil {
+		return nil, err
+	}
+	return d.tmp[:n], nil
+}
+
 func (d *decoder) u32() (uint32, error) {
-	if err := d.take(4); err != nil {
+	b, err := d.fixed(4)
+	if err != nil {
 		return 0, err
 	}
-	if _, err := io.ReadFull(d.r, d.tmp[:4]); err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint32(d.tmp[:4]), nil
+	return binary.LittleEndian.Uint32(b), nil
 }
 
 func (d *decoder) u64() (uint64, error) {
-	if err := d.take(8); err != nil {
+	b, err := d.fixed(8)
+	if err != nil {
 		return 0, err
 	}
-	if _, err := io.ReadFull(d.r, d.tmp[:8]); err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(d.tmp[:8]), nil
+	return binary.LittleEndian.Uint64(b), nil
 }
 
 func (d *decoder) bytesN(max int, what string) ([]byte, error) {

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Report is what Analyze found in the dumps of a job, communicator by
+// Report is what [Analyze] found in the dumps of a job, communicator by
 // communicator. WriteText renders it as sentences; it also marshals to
 // JSON.
 type Report struct {
@@ -142,7 +142,7 @@ func rangeList(rs []RankRange) string {
 // differ: some did not enqueue it, or enqueued something else.
 type Disagreement struct {
 	Seq uint64 `json:"seq"`
-	// Groups are the ranks by what they had at Seq; a group with a nil Op
+	// Groups are the ranks by what they had at Seq; a group with a nil [Op]
 	// did not enqueue it, and one with Unknown set had dropped it from its
 	// ring (it enqueued something, not known what).
 	Groups []OpGroup `json:"groups"`
@@ -478,7 +478,7 @@ func ranksOf(ms []*member) []int {
 	return r
 }
 
-// rankStatus is m's RankStatus.
+// rankStatus is m's [RankStatus].
 func rankStatus(m *member) RankStatus {
 	rs := RankStatus{
 		Rank: m.rank, Host: m.dump.Host, PID: m.dump.PID, Source: m.dump.source, Closed: m.comm.Closed,

@@ -23,7 +23,7 @@ type Store interface {
 }
 
 // DumpRequestKey is the store key under which a rank asks every rank to
-// dump; its value is a DumpRequest in JSON.
+// dump; its value is a [DumpRequest] in JSON.
 const DumpRequestKey = "nccl4go/trace/dump-request"
 
 // DumpRequest is a request that every rank dump its recorder.

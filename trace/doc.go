@@ -3,27 +3,27 @@
 // analyzer that reads the dumps of all ranks of a job and says, in words,
 // where they disagree.
 //
-// It imports nothing of package nccl, which records into Default on every
+// It imports nothing of package nccl, which records into [Default] on every
 // call; programs use it to dump (on demand, on a signal, when another rank
 // asks) and the nccl4go command (`nccl4go trace analyze`) to read the dumps.
 //
 // # Recording
 //
-// A communicator is registered once (Recorder.RegisterComm, with its name,
-// hash, rank, size and device) and gets a *Comm. Each operation is one call,
-// Comm.Record(Event), which copies a few integers into the communicator's
+// A communicator is registered once ([Recorder.RegisterComm], with its name,
+// hash, rank, size and device) and gets a *[Comm]. Each operation is one call,
+// Comm.Record([Event]), which copies a few integers into the communicator's
 // ring: no lock, no atomic read-modify-write, no allocation, no string
 // (calls of Record on one Comm must not overlap: the nccl package makes them
 // under the communicator's lock). The sequence number it returns counts the
 // communicator's collectives (1, 2, ...), so the same number on every rank
 // names the same collective; point-to-point operations count apart, local
-// ones (Abort, Destroy, ...) not at all. When the watchdog follows an
-// operation (Event.Watched), Comm.Start and Comm.Complete (or CompleteIn
+// ones ([Abort], [Destroy], ...) not at all. When the watchdog follows an
+// operation ([Event.Watched]), [Comm.Start] and [Comm.Complete] (or CompleteIn
 // with a duration measured on the GPU) record its progress.
 //
 // Each communicator has a ring of its own, NCCL4GO_TRACE_BUFFER entries
-// (128 bytes each; unset: DefaultEntries, 2048, on by default as PyTorch's
-// recorder is; 0: recording off; Recorder.SetSize changes it), so a busy
+// (128 bytes each; unset: [DefaultEntries], 2048, on by default as PyTorch's
+// recorder is; 0: recording off; [Recorder.SetSize] changes it), so a busy
 // communicator never pushes a quiet one's history out. Recording costs about
 // 5 ns per call (BenchmarkRecord, on a 2-core VM). Enqueue times come from a coarse clock, a
 // word refreshed every millisecond while recording goes on
@@ -33,11 +33,11 @@
 //
 // # Dumping
 //
-// Recorder.Dump writes JSON to a writer, Recorder.DumpFile into a file
-// named nccl4go-trace-rank<R>-pid<P>-<ms>.json. Recorder.DumpOnSignal
-// dumps on SIGUSR1 (kill -USR1 <pid>). Across a job, Recorder.RequestDump
+// [Recorder.Dump] writes JSON to a writer, [Recorder.DumpFile] into a file
+// named nccl4go-trace-rank<R>-pid<P>-<ms>.json. [Recorder.DumpOnSignal]
+// dumps on SIGUSR1 (kill -USR1 <pid>). Across a job, [Recorder.RequestDump]
 // sets the key nccl4go/trace/dump-request in the job's store, and every rank
-// running Recorder.WatchDumpRequests dumps once per request: a watchdog
+// running [Recorder.WatchDumpRequests] dumps once per request: a watchdog
 // that times out on one rank dumps there and asks the others.
 //
 // # Dump format
@@ -102,8 +102,8 @@
 //
 // # PyTorch's format
 //
-// ExportTorch converts the dumps of a job into PyTorch's flight-recorder
-// format (one pickle per rank, version TorchVersion), and WriteTorchDir
+// [ExportTorch] converts the dumps of a job into PyTorch's flight-recorder
+// format (one pickle per rank, version [TorchVersion]), and [WriteTorchDir]
 // writes them as PyTorch names its files (nccl_trace_rank_<R>), so that
 // PyTorch's analyzer (python -m torch.distributed.flight_recorder.fr_trace)
 // and the tools built on its format read Go ranks; `nccl4go trace export
@@ -111,7 +111,7 @@
 //
 // # Analysis
 //
-// Analyze groups the dumps' communicators by hash and aligns their
+// [Analyze] groups the dumps' communicators by hash and aligns their
 // collectives by sequence number. It reports the first collective some rank
 // did not enqueue (and who is behind, and what that rank did instead), or
 // enqueued with another operation, count, type, operator or root; with the

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Schema is the value of a dump's "schema" field, and SchemaVersion of its
+// [Schema] is the value of a dump's "schema" field, and [SchemaVersion] of its
 // "version" field. The version grows when a field changes meaning or a new
 // operation, type or state name appears; readers reject versions they do not
 // know.
@@ -59,8 +59,8 @@ type DumpComm struct {
 	LastCompletedSeq uint64 `json:"last_completed_seq"`
 }
 
-// DumpEntry is one recorded operation in a dump. DataType and Count are
-// meaningful when Op.HasData, RedOp when Op.HasRedOp, State when Watched;
+// DumpEntry is one recorded operation in a dump. [DataType] and Count are
+// meaningful when [Op.HasData], [RedOp] when [Op.HasRedOp], [State] when Watched;
 // the JSON form leaves out what is not meaningful.
 type DumpEntry struct {
 	ID          uint64
@@ -84,7 +84,7 @@ type DumpEntry struct {
 	DurationNs  int64
 }
 
-// jsonEntry is DumpEntry's JSON form.
+// jsonEntry is [DumpEntry]'s JSON form.
 type jsonEntry struct {
 	ID          uint64    `json:"id"`
 	Comm        uint32    `json:"comm"`
@@ -174,14 +174,7 @@ func (h Hash) String() string { return fmt.Sprintf("0x%016x", uint64(h)) }
 func (h Hash) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
 
 // UnmarshalText reads a hexadecimal hash, with or without 0x.
-func (h *Hash) UnmarshalText(b []byte) error {
-	n, err := parseHex(string(b))
-	if err != nil {
-		return fmt.Errorf("trace: hash %q: %w", b, err)
-	}
-	*h = Hash(n)
-	return nil
-}
+func (h *Hash) UnmarshalText(b []byte) error { return unmarshalHex(h, b, "hash") }
 
 // Handle is a stream handle; JSON writes it as a hexadecimal string.
 type Handle uintptr
@@ -193,71 +186,54 @@ func (h Handle) String() string { return "0x" + strconv.FormatUint(uint64(h), 16
 func (h Handle) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
 
 // UnmarshalText reads a hexadecimal handle, with or without 0x.
-func (h *Handle) UnmarshalText(b []byte) error {
-	n, err := parseHex(string(b))
+func (h *Handle) UnmarshalText(b []byte) error { return unmarshalHex(h, b, "stream") }
+
+// unmarshalHex sets *dst to the hexadecimal number b (with or without 0x),
+// or fails naming what (the JSON field) and b.
+func unmarshalHex[T ~uint64 | ~uintptr](dst *T, b []byte, what string) error {
+	s := strings.TrimPrefix(strings.TrimPrefix(string(b), "0x"), "0X")
+	n, err := strconv.ParseUint(s, 16, 64)
 	if err != nil {
-		return fmt.Errorf("trace: stream %q: %w", b, err)
+		return fmt.Errorf("trace: %s %q: %w", what, b, err)
 	}
-	*h = Handle(n)
+	*dst = T(n)
 	return nil
 }
 
-func parseHex(s string) (uint64, error) {
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
-	return strconv.ParseUint(s, 16, 64)
+// unmarshalName sets *dst to the value parse reads from the name b, or
+// fails naming what (the JSON field) and b.
+func unmarshalName[T any](dst *T, b []byte, what string, parse func(string) (T, bool)) error {
+	v, ok := parse(string(b))
+	if !ok {
+		return fmt.Errorf("trace: unknown %s %q", what, b)
+	}
+	*dst = v
+	return nil
 }
 
 // MarshalText writes the operation's name.
 func (o Op) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 // UnmarshalText reads an operation's name.
-func (o *Op) UnmarshalText(b []byte) error {
-	v, ok := ParseOp(string(b))
-	if !ok {
-		return fmt.Errorf("trace: unknown op %q", b)
-	}
-	*o = v
-	return nil
-}
+func (o *Op) UnmarshalText(b []byte) error { return unmarshalName(o, b, "op", ParseOp) }
 
 // MarshalText writes the type's name.
 func (t DataType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 
 // UnmarshalText reads a type's name.
-func (t *DataType) UnmarshalText(b []byte) error {
-	v, ok := ParseDataType(string(b))
-	if !ok {
-		return fmt.Errorf("trace: unknown dtype %q", b)
-	}
-	*t = v
-	return nil
-}
+func (t *DataType) UnmarshalText(b []byte) error { return unmarshalName(t, b, "dtype", ParseDataType) }
 
 // MarshalText writes the operator's name.
 func (o RedOp) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 // UnmarshalText reads an operator's name.
-func (o *RedOp) UnmarshalText(b []byte) error {
-	v, ok := ParseRedOp(string(b))
-	if !ok {
-		return fmt.Errorf("trace: unknown redop %q", b)
-	}
-	*o = v
-	return nil
-}
+func (o *RedOp) UnmarshalText(b []byte) error { return unmarshalName(o, b, "redop", ParseRedOp) }
 
 // MarshalText writes the state's name.
 func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText reads a state's name.
-func (s *State) UnmarshalText(b []byte) error {
-	v, ok := ParseState(string(b))
-	if !ok {
-		return fmt.Errorf("trace: unknown state %q", b)
-	}
-	*s = v
-	return nil
-}
+func (s *State) UnmarshalText(b []byte) error { return unmarshalName(s, b, "state", ParseState) }
 
 // MarshalText writes the class's name.
 func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
@@ -484,7 +460,7 @@ func (e *DumpError) Error() string {
 // Unwrap is the underlying problem.
 func (e *DumpError) Unwrap() error { return e.Err }
 
-// maxDumpBytes bounds what ReadDump reads.
+// maxDumpBytes bounds what [ReadDump] reads.
 const maxDumpBytes = 1 << 30
 
 // ReadDump reads one JSON dump and checks it (see Validate). At most 1
@@ -572,7 +548,7 @@ func ReadDumpFile(path string) (*Dump, error) {
 	return d, nil
 }
 
-// Source is the file ReadDumpFile read d from ("" otherwise).
+// Source is the file [ReadDumpFile] read d from ("" otherwise).
 func (d *Dump) Source() string { return d.source }
 
 // Validate checks what the analyzer relies on: the schema and version,

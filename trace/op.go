@@ -9,10 +9,10 @@ import (
 // entry stays a few machine words; String gives the name the dump uses.
 type Op uint8
 
-// The operations. Collectives (including the communicator-creating calls Init,
-// Split, Shrink and Grow, which every member calls in the same order) share
+// The operations. Collectives (including the communicator-creating calls [Init],
+// [Split], [Shrink] and [Grow], which every member calls in the same order) share
 // one sequence per communicator; point-to-point and one-sided operations share
-// a second; local operations (Finalize, Revoke, Abort, Destroy) take no
+// a second; local operations ([Finalize], [Revoke], [Abort], [Destroy]) take no
 // sequence number, since no other rank needs to match them.
 const (
 	OpUnknown     Op = iota // not a valid operation; its entries dump as "Op(0)"
@@ -107,7 +107,7 @@ var ops = [numOps]opInfo{
 	Destroy:       {name: "Destroy", class: Local},
 }
 
-// info is the table row of o; an out-of-range o reads as OpUnknown.
+// info is the table row of o; an out-of-range o reads as [OpUnknown].
 func (o Op) info() *opInfo {
 	if o < numOps {
 		return &ops[o]
@@ -127,21 +127,21 @@ func (o Op) String() string {
 // Class is how the operation is matched across ranks.
 func (o Op) Class() Class { return o.info().class }
 
-// HasRoot reports whether Event.Peer is the root rank of a rooted collective.
+// HasRoot reports whether [Event.Peer] is the root rank of a rooted collective.
 func (o Op) HasRoot() bool { return o.info().peer == rootPeer }
 
-// HasPeer reports whether Event.Peer is the peer rank of a point-to-point
+// HasPeer reports whether [Event.Peer] is the peer rank of a point-to-point
 // operation.
 func (o Op) HasPeer() bool { return o.info().peer == p2pPeer }
 
 // HasData reports whether the operation moves a count of typed elements
-// (Event.Count and Event.DataType are meaningful).
+// ([Event.Count] and [Event.DataType] are meaningful).
 func (o Op) HasData() bool { return o.info().data }
 
-// HasRedOp reports whether Event.RedOp is meaningful.
+// HasRedOp reports whether [Event.RedOp] is meaningful.
 func (o Op) HasRedOp() bool { return o.info().reduce }
 
-// ParseOp is the Op named s (as String writes it).
+// ParseOp is the [Op] named s (as String writes it).
 func ParseOp(s string) (Op, bool) {
 	for i := Op(1); i < numOps; i++ {
 		if ops[i].name == s {
@@ -199,7 +199,7 @@ func (t DataType) Size() int {
 	return 0
 }
 
-// ParseDataType is the DataType named s (as String writes it, including
+// ParseDataType is the [DataType] named s (as String writes it, including
 // "DataType(N)").
 func ParseDataType(s string) (DataType, bool) {
 	for i, d := range dataTypes {
@@ -246,7 +246,7 @@ func (o RedOp) String() string {
 // the analyzer compares only built-in ones.
 func (o RedOp) Builtin() bool { return int(o) < len(redOpNames) }
 
-// ParseRedOp is the RedOp named s (as String writes it).
+// ParseRedOp is the [RedOp] named s (as String writes it).
 func ParseRedOp(s string) (RedOp, bool) {
 	for i, n := range redOpNames {
 		if n == s {
@@ -261,7 +261,7 @@ func ParseRedOp(s string) (RedOp, bool) {
 }
 
 // State is how far an operation has come. It is tracked only for operations
-// recorded with Event.Watched (the watchdog's), since only the watchdog
+// recorded with [Event.Watched] (the watchdog's), since only the watchdog
 // learns when the GPU starts and finishes them.
 type State uint8
 
@@ -285,7 +285,7 @@ func (s State) String() string {
 	return "State(" + strconv.Itoa(int(s)) + ")"
 }
 
-// ParseState is the State named s (as String writes it).
+// ParseState is the [State] named s (as String writes it).
 func ParseState(s string) (State, bool) {
 	for i, n := range stateNames {
 		if n == s {

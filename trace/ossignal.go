@@ -9,7 +9,7 @@ import (
 
 // DumpOnSignal makes the recorder write a dump into dir (see DumpFile)
 // each time the process receives one of sigs, and returns a function that
-// stops it (idempotent). With no sigs it listens for DefaultDumpSignal
+// stops it (idempotent). With no sigs it listens for [DefaultDumpSignal]
 // (SIGUSR1 on Unix; on other systems there is no default and nothing is
 // listened for). Each dump's path, or the error, goes to standard error as
 // one line: a person sent the signal and looks there.

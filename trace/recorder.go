@@ -14,13 +14,13 @@ import (
 )
 
 // BufferEnv names the environment variable that sizes the default
-// recorder's rings, in entries per communicator: unset, DefaultEntries; 0,
+// recorder's rings, in entries per communicator: unset, [DefaultEntries]; 0,
 // recording is off; a value that is not a number keeps DefaultEntries (and
 // the dump's note says why).
 const BufferEnv = "NCCL4GO_TRACE_BUFFER"
 
 // DefaultEntries is the ring size the default recorder takes unless
-// BufferEnv says otherwise: the last 2048 operations of each communicator
+// [BufferEnv] says otherwise: the last 2048 operations of each communicator
 // (PyTorch's 2000, rounded up to a power of two; 256 KiB per communicator).
 const DefaultEntries = 2048
 
@@ -38,7 +38,7 @@ const minEntries = 16
 // different goroutines share no cache line. Recording an operation costs a
 // few plain stores and a read of a coarse clock word: no atomic
 // read-modify-write, no lock, no allocation, so it stays on in production;
-// a dump (Snapshot, Dump, DumpFile) copies the rings without stopping the
+// a dump (Snapshot, [Dump], DumpFile) copies the rings without stopping the
 // recording.
 //
 // A Recorder is safe for concurrent use. Its zero value is usable: it
@@ -66,7 +66,7 @@ type ring struct {
 // A slot holds one entry, in two parts with a seqlock each.
 //
 // The record part (ver, w) is written by Record alone: the communicator's
-// single writer (see Comm.Record). ver is 0 while empty, else
+// single writer (see [Comm.Record]). ver is 0 while empty, else
 // (ticket+1)<<1 | busy. The writer stores ver with busy set, then the
 // words, then ver without busy; a reader loads ver, every word and ver
 // again, and keeps the copy only when both loads agree and busy is clear.
@@ -125,7 +125,7 @@ const (
 )
 
 // New returns a recorder whose rings hold entries entries per communicator
-// (rounded up to a power of two, at least 16, at most MaxEntries); entries
+// (rounded up to a power of two, at least 16, at most [MaxEntries]); entries
 // <= 0 gives a recorder that records nothing until SetSize.
 func New(entries int) *Recorder {
 	r := &Recorder{}
@@ -142,15 +142,15 @@ var defaultRecorder = sync.OnceValue(func() *Recorder {
 })
 
 // Default is the process's recorder, the one the nccl package records into.
-// It is on by default, with DefaultEntries per communicator, as PyTorch's
+// It is on by default, with [DefaultEntries] per communicator, as PyTorch's
 // flight recorder is: recording costs a few nanoseconds per call
 // (BenchmarkRecord). The environment variable NCCL4GO_TRACE_BUFFER sizes it
 // (entries; 0 turns it off), and SetSize changes it later. Sequence numbers
 // count even while it is off.
 func Default() *Recorder { return defaultRecorder() }
 
-// entriesFromEnv reads BufferEnv's value; unset or bad, it is
-// DefaultEntries (a bad value says why).
+// entriesFromEnv reads [BufferEnv]'s value; unset or bad, it is
+// [DefaultEntries] (a bad value says why).
 func entriesFromEnv(v string, set bool) (int, string) {
 	if !set {
 		return DefaultEntries, ""
@@ -177,7 +177,7 @@ func roundSize(n int) int {
 }
 
 // SetSize resizes every communicator's ring to hold entries entries
-// (rounded as New rounds them), keeping the newest entries that fit;
+// (rounded as [New] rounds them), keeping the newest entries that fit;
 // entries <= 0 stops recording and drops the rings. Sequence numbers keep
 // counting while recording is off, so they stay aligned across ranks.
 func (r *Recorder) SetSize(entries int) {
@@ -245,7 +245,7 @@ func (r *Recorder) SetRank(rank int) {
 	r.mu.Unlock()
 }
 
-// processRank is the rank dumps carry; r.mu held.
+// processRankLocked is the rank dumps carry; r.mu held.
 func (r *Recorder) processRankLocked() int {
 	if r.rankSet {
 		return r.rank
@@ -338,7 +338,7 @@ func (r *Recorder) RegisterComm(info CommInfo) *Comm {
 const MaxClosedComms = 16
 
 // pruneLocked forgets the oldest closed communicators beyond
-// MaxClosedComms; r.mu held.
+// [MaxClosedComms]; r.mu held.
 func (r *Recorder) pruneLocked() {
 	var closed []*Comm
 	for _, c := range r.comms {
@@ -358,11 +358,11 @@ func (r *Recorder) pruneLocked() {
 // Info is the information the communicator was registered with.
 func (c *Comm) Info() CommInfo { return c.info }
 
-// Recorder is the recorder c records into (nil for the zero Comm).
+// Recorder is the recorder c records into (nil for the zero [Comm]).
 func (c *Comm) Recorder() *Recorder { return c.rec }
 
 // Close marks the communicator closed (destroyed or aborted): dumps say so.
-// The recorder keeps the MaxClosedComms most recently closed communicators
+// The recorder keeps the [MaxClosedComms] most recently closed communicators
 // (and their rings) for dumps. Recording after Close still works.
 // Idempotent.
 func (c *Comm) Close() {
@@ -381,8 +381,8 @@ type Event struct {
 	// Watched says the watchdog follows this operation and will call Start
 	// and Complete; only then does the dump report a state and duration.
 	Watched bool
-	// Peer is the root of a rooted collective (Op.HasRoot) or the peer of a
-	// point-to-point operation (Op.HasPeer); ignored otherwise.
+	// Peer is the root of a rooted collective ([Op.HasRoot]) or the peer of a
+	// point-to-point operation ([Op.HasPeer]); ignored otherwise.
 	Peer int32
 	// Count is the count argument of the NCCL call, in elements.
 	Count uint64
@@ -411,10 +411,10 @@ func (r Ref) Seq() uint64 { return r.seq }
 func (r Ref) Recorded() bool { return r.ticket != 0 }
 
 // Record notes that the operation e was enqueued on c now, and returns its
-// entry's reference and sequence number. Calls on one Comm must not overlap
+// entry's reference and sequence number. Calls on one [Comm] must not overlap
 // (see Comm). It allocates nothing, takes no lock and makes no atomic
 // read-modify-write: the time is the recorder's coarse clock (see
-// ClockEnv), a word a ticker refreshes every millisecond while recording
+// [ClockEnv]), a word a ticker refreshes every millisecond while recording
 // goes on. With the recorder off it only counts the sequence number.
 func (c *Comm) Record(e Event) Ref {
 	raceWriter(&c.writers)
@@ -458,7 +458,7 @@ func (c *Comm) Record(e Event) Ref {
 // ref. Safe for concurrent use; it allocates nothing.
 func (c *Comm) Watch(ref Ref) { c.setWatched(ref, updWatched) }
 
-// Unwatch undoes Watch (and Event.Watched): the caller stops following the
+// Unwatch undoes Watch (and [Event.Watched]): the caller stops following the
 // entry before it completed (a watchdog stopped while the operation was in
 // flight), so the dump reads it "enqueued" (state unknown) rather than
 // started and never completed, which the analyzer would call stuck.
@@ -533,7 +533,7 @@ func (c *Comm) Start(ref Ref) {
 // Complete notes that the GPU finished the operation ref refers to; its
 // duration is the time from Start (or from Record, when Start was not
 // called) to now, on the recorder's clock (to about a millisecond with the
-// default coarse clock: see ClockEnv).
+// default coarse clock: see [ClockEnv]).
 func (c *Comm) Complete(ref Ref) {
 	c.update(ref, Completed, 0, false)
 }
@@ -550,7 +550,7 @@ func (c *Comm) CompleteRange(first, last Ref) { c.eachInRange(first, last, c.Com
 // CompleteRange).
 func (c *Comm) UnwatchRange(first, last Ref) { c.eachInRange(first, last, c.Unwatch) }
 
-// eachInRange calls f with the Ref of each entry still in the ring from
+// eachInRange calls f with the [Ref] of each entry still in the ring from
 // first to last (by ticket).
 func (c *Comm) eachInRange(first, last Ref, f func(Ref)) {
 	if first.ticket == 0 || last.ticket < first.ticket {
@@ -632,7 +632,7 @@ func storeMax(a *atomic.Uint64, v uint64) {
 
 // State is the state of the entry ref refers to; ok is false for a zero
 // ref or an entry the ring has overwritten. The watchdog follows host-side
-// operations (Split, Finalize, ...) by it.
+// operations ([Split], [Finalize], ...) by it.
 func (c *Comm) State(ref Ref) (st State, ok bool) {
 	s := c.slotOf(ref)
 	var e rawEntry
@@ -643,8 +643,8 @@ func (c *Comm) State(ref Ref) (st State, ok bool) {
 }
 
 // Lookup finds the newest entry of c with sequence number seq in the given
-// class (Collective or PointToPoint), for callers that kept (comm, seq)
-// rather than the Ref. It scans the ring, so it is for slow paths.
+// class ([Collective] or [PointToPoint]), for callers that kept (comm, seq)
+// rather than the [Ref]. It scans the ring, so it is for slow paths.
 func (c *Comm) Lookup(class Class, seq uint64) (Ref, bool) {
 	rg := c.ring.Load()
 	if rg == nil || class == Local {

@@ -12,14 +12,14 @@ import (
 )
 
 // TorchVersion is the version of PyTorch's flight-recorder dump format that
-// ExportTorch writes: the "version" its C++ recorder writes (FlightRecorder.hpp's
+// [ExportTorch] writes: the "version" its C++ recorder writes (FlightRecorder.hpp's
 // version_val), which PyTorch's analyzer requires to be the same in every
 // rank's file and reads as major.minor.
 const TorchVersion = "2.10"
 
 // TorchPrefix is the file-name prefix PyTorch's recorder gives its dumps
 // (the default of TORCH_FR_DUMP_TEMP_FILE, without its directory), and
-// WriteTorchDir its files: <prefix><rank>. PyTorch's analyzer finds the
+// [WriteTorchDir] its files: <prefix><rank>. PyTorch's analyzer finds the
 // rank of each file after the prefix.
 const TorchPrefix = "nccl_trace_rank_"
 
@@ -31,7 +31,7 @@ type TorchFile struct {
 
 // ExportTorch converts the dumps of the ranks of a job, one per rank, into
 // the format PyTorch's flight recorder writes (a pickle per rank, format
-// TorchVersion), so that PyTorch's analyzer (python -m
+// [TorchVersion]), so that PyTorch's analyzer (python -m
 // torch.distributed.flight_recorder.fr_trace, or torchfrtrace) and tools
 // built on its format read Go ranks. It needs every rank's dump it has at
 // once: a communicator's member list ("ranks" in pg_config) maps its ranks
@@ -45,9 +45,9 @@ type TorchFile struct {
 // "nccl:all_reduce", "nccl:send 0->1", ..., with the NCCL call's count as
 // the sizes ([[count]], or count times the communicator's size for the
 // gathered side) and the element type as PyTorch names it ("Float",
-// "BFloat16", ...). Operations PyTorch's analyzer does not know (Signal,
-// PutSignal, WaitSignal, Init, Shrink, Grow and local ones) are left out;
-// Split is "nccl:split". States: "scheduled" (enqueued), "started",
+// "BFloat16", ...). Operations PyTorch's analyzer does not know ([Signal],
+// [PutSignal], [WaitSignal], [Init], [Shrink], [Grow] and local ones) are left out;
+// [Split] is "nccl:split". States: "scheduled" (enqueued), "started",
 // "completed", as the watchdog saw them. timeout_ms is 0 (a dump does not
 // record it). The output is deterministic: the same dumps give the same
 // bytes.
@@ -145,9 +145,9 @@ func ExportTorch(dumps []*Dump) ([]TorchFile, error) {
 	return files, nil
 }
 
-// WriteTorchDir exports the dumps (see ExportTorch) into dir (created if
+// WriteTorchDir exports the dumps (see [ExportTorch]) into dir (created if
 // missing), one file per rank named <prefix><rank> (prefix "" is
-// TorchPrefix), and returns the files' paths. Each file appears whole or
+// [TorchPrefix]), and returns the files' paths. Each file appears whole or
 // not at all.
 func WriteTorchDir(dir, prefix string, dumps []*Dump) ([]string, error) {
 	files, err := ExportTorch(dumps)

@@ -14,6 +14,6 @@ func put(p *uint64, v uint64) { atomic.StoreUint64(p, v) }
 func store(a *atomic.Uint64, v uint64) { a.Store(v) }
 
 // raceWriter increments a plain counter on every Record, so that the race
-// detector reports Records on one Comm that overlap (Record has a single
+// detector reports Records on one [Comm] that overlap (Record has a single
 // writer: see Comm).
 func raceWriter(n *int) { *n++ }

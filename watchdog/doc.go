@@ -18,7 +18,7 @@
 //
 // # How it works
 //
-// Watch attaches a hook to the communicator (nccl.Communicator.AddHook). Each
+// [Watch] attaches a hook to the communicator ([nccl.Communicator].AddHook). Each
 // operation the communicator queues (collectives, point-to-point and
 // one-sided calls) is followed by a CUDA event created with
 // CU_EVENT_DISABLE_TIMING, recorded on its stream after it. Stream order
@@ -37,7 +37,7 @@
 // last watchdog, polls every PollInterval: for each stream of each watched
 // communicator, the oldest operation's event (cuEventQuery), and each
 // communicator's asynchronous error (ncclCommGetAsyncError). An operation
-// counts as started (trace.Comm.Start) when the poller sees it at the head
+// counts as started ([trace.Comm].Start) when the poller sees it at the head
 // of its stream, everything watched before it there having completed; it
 // times out Timeout after that. Completed operations are marked so in the
 // flight recorder (trace.Comm.Complete), so a dump says which operations the
@@ -51,7 +51,7 @@
 //     returns an *nccl.StateError wrapping the watchdog's error), revokes it,
 //     or leaves it to the program (ActionNone, for recovery by Shrink with
 //     nccl.ShrinkAbort);
-//  3. reports: Err returns the *TimeoutError or *AsyncError, Done is closed,
+//  3. reports: Err returns the *[TimeoutError] or *[AsyncError], Done is closed,
 //     Synchronize returns the error, OnFailure is called;
 //  4. with Exit, ends the process (os.Exit(ExitCode), as PyTorch's
 //     TORCH_NCCL_ASYNC_ERROR_HANDLING=1 does).
@@ -67,7 +67,7 @@
 // group ends, and one queued on a non-blocking communicator when NCCL's
 // thread launches it; an event recorded at once would complete before the
 // operation began. The watchdog therefore records a group's events when the
-// group ends (the root package tells it: nccl.Hook's GroupEnded), and a
+// group ends (the root package tells it: [nccl.Hook]'s GroupEnded), and a
 // non-blocking communicator's when its next operation is queued or its
 // asynchronous state says the work has left NCCL's host side. An operation
 // NCCL never launches (a group that never ends, a non-blocking operation in
@@ -82,14 +82,14 @@
 // queued on a stream being captured (asked of the driver when the stream is
 // first seen, and again after package cuda began or ended any capture) is
 // not watched, and neither are the graph's replays, which are no operations
-// of the communicator; Stats.Captured counts them. The poller runs on an OS
+// of the communicator; [Stats.Captured] counts them. The poller runs on an OS
 // thread of its own in relaxed capture interaction mode
 // (cuThreadExchangeStreamCaptureMode), so its queries of other events are
 // harmless to a CaptureGlobal capture begun anywhere in the process, by
 // this program or another library. Before it records an event itself, it
 // asks whether the stream is being captured, and again after: an event
 // whose stream began a capture at that moment is abandoned, never queried
-// or destroyed (Stats.Abandoned). A capture begun by another library on a
+// or destroyed ([Stats.Abandoned]). A capture begun by another library on a
 // stream the watchdog already knows is seen only by the poller: operations
 // queued in it are taken for eager ones, wait until the capture ends, and
 // are then reported complete with the stream's next event.
@@ -124,7 +124,7 @@
 // To keep every wait interruptible, synchronize with Synchronize (or a
 // context-bounded poll) rather than cuStreamSynchronize, and initialize
 // non-blocking when peers may never come (see the nccl package's
-// "Blocking and cancellation"). With ActionNone nothing is aborted and the
+// "Blocking and cancellation"). With [ActionNone] nothing is aborted and the
 // program decides.
 //
 // # Cost
@@ -138,16 +138,16 @@
 // operation reaching the head of its stream; when several operations
 // queued within one poll interval share the event that does not complete,
 // the error names the oldest and says how many share it
-// (TimeoutError.Shared). Unwatched, nothing: the communicator has no hook.
+// ([TimeoutError.Shared]). Unwatched, nothing: the communicator has no hook.
 //
 // # Heartbeat
 //
 // The watchdog itself can be stuck: a driver query that never returns on
 // the poller's thread, an abort that waits inside NCCL for good. A monitor
 // goroutine checks that every poller round and every failure's action end
-// within Options.Heartbeat (DefaultHeartbeat, PyTorch's
+// within [Options.Heartbeat] ([DefaultHeartbeat], PyTorch's
 // TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC); when one does not, it dumps the flight
 // recorder, prints "watchdog: heartbeat monitor: ..." saying what is stuck,
-// and ends the process with Options.ExitCode, as PyTorch's
+// and ends the process with [Options.ExitCode], as PyTorch's
 // TORCH_NCCL_ENABLE_MONITORING does. A negative Heartbeat turns it off.
 package watchdog

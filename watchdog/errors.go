@@ -103,7 +103,7 @@ func (e *TimeoutError) Error() string {
 
 // AsyncError says that NCCL reported the communicator broken
 // (ncclCommGetAsyncError: a peer failed, a network error, ...). Err is
-// NCCL's error (an *nccl.Error; errors.Is(err, nccl.ErrRemote) and friends
+// NCCL's error (an *[nccl.Error]; errors.Is(err, [nccl.ErrRemote]) and friends
 // work through Unwrap). Oldest is the oldest operation not completed when
 // it was seen, if any.
 type AsyncError struct {

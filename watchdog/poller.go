@@ -17,7 +17,7 @@ import (
 )
 
 // The process's poller: one goroutine for every watched communicator,
-// started by the first Watch and ended when the last watchdog stops or
+// started by the first [Watch] and ended when the last watchdog stops or
 // fails. It never waits for a communicator: the asynchronous error, which
 // takes the communicator's lock, is read by a short-lived goroutine per
 // communicator (at most one at a time), and failures are handled on a
@@ -168,7 +168,7 @@ func poll(quit, exited chan struct{}, wake chan struct{}) {
 
 // monitor is the heartbeat monitor: while watchdogs run or act, it checks
 // that the poller's rounds and the failures' actions end within the
-// shortest Options.Heartbeat; when one does not (a driver or NCCL call
+// shortest [Options.Heartbeat]; when one does not (a driver or NCCL call
 // that never returns), it dumps the flight recorder and ends the process.
 func monitor(wake chan struct{}) {
 	t := time.NewTimer(time.Hour)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -388,6 +389,50 @@ func hangInChild(t *testing.T, o watchdog.Options) {
 	}
 	time.Sleep(10 * time.Second)
 	t.Fatal("still running")
+}
+
+// Options.Heartbeat: 0 means the default (shortened here to 150 ms: the
+// monitor ends the stuck process), and a negative one turns the monitor
+// off (the stuck process lives on until it ends itself); a positive one
+// under MinHeartbeat is refused.
+func TestHeartbeatDefaultAndOff(t *testing.T) {
+	if os.Getenv(envExitChild) != "" {
+		watchdog.SetDefaultHeartbeat(150 * time.Millisecond)
+		hb, _ := strconv.Atoi(os.Getenv("TEST_HEARTBEAT"))
+		c := oneRank(t, nil)
+		buf := floats(t, 4)
+		if _, err := watchdog.Watch(c, &watchdog.Options{Timeout: time.Minute, PollInterval: 2 * time.Millisecond, NoDump: true,
+			ExitCode: 45, Heartbeat: time.Duration(hb)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		fmt.Println("still running after 1 s")
+		os.Exit(7)
+	}
+	for _, tc := range []struct {
+		hb   time.Duration
+		code int
+		want string
+	}{
+		{0, 45, "heartbeat monitor"},
+		{-1, 7, "still running after 1 s"},
+	} {
+		code, out := runExitChild(t, "TestHeartbeatDefaultAndOff", "FAKE_CUDA_QUERY_HANG=1", fmt.Sprintf("TEST_HEARTBEAT=%d", tc.hb))
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("Heartbeat %v: child exit status %d (want %d), output lacks %q:\n%s", tc.hb, code, tc.code, tc.want, out)
+		}
+	}
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		c := oneRank(t, nil)
+		defer c.Destroy()
+		_, err := watchdog.Watch(c, &watchdog.Options{Heartbeat: time.Millisecond})
+		if !errors.Is(err, nccl.ErrInvalidArgument) || !strings.Contains(err.Error(), "at least 100ms") {
+			t.Errorf("Heartbeat 1ms: %v; want ErrInvalidArgument naming the minimum", err)
+		}
+	})
 }
 
 // With Exit, an OnFailure that blocks does not hold the process: it ends

@@ -21,9 +21,9 @@ import (
 type Action int
 
 const (
-	// ActionAbort aborts the communicator (nccl.Communicator.AbortCause): its
+	// ActionAbort aborts the communicator ([nccl.Communicator].AbortCause): its
 	// kernels are freed, and every later call on it returns an
-	// *nccl.StateError wrapping the watchdog's error. The default.
+	// *[nccl.StateError] wrapping the watchdog's error. The default.
 	ActionAbort Action = iota
 	// ActionRevoke revokes the communicator (ncclCommRevoke, NCCL 2.28.7):
 	// its operations in flight stop, it takes no new ones, and it can still
@@ -69,9 +69,10 @@ const (
 	DefaultPollInterval = 100 * time.Millisecond // how often the GPU's progress is looked at
 	DefaultExitCode     = 6                      // the status of a process ended by SIGABRT, as PyTorch's watchdog ends it
 	DefaultHeartbeat    = 8 * time.Minute        // PyTorch's TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC
+	MinHeartbeat        = 100 * time.Millisecond // the shortest positive Options.Heartbeat Watch takes
 )
 
-// exitGrace is how long, with Options.Exit, the action and then OnFailure
+// exitGrace is how long, with [Options.Exit], the action and then OnFailure
 // may each take before the process exits anyway.
 var exitGrace = 10 * time.Second
 
@@ -79,26 +80,26 @@ var exitGrace = 10 * time.Second
 type Options struct {
 	// Timeout is how long an operation may take on the GPU, counted from
 	// when everything queued before it on its stream (and watched) has
-	// completed; 0 means DefaultTimeout.
+	// completed; 0 means [DefaultTimeout].
 	Timeout time.Duration
 	// PollInterval is how often the process's poller queries the watched
 	// operations' events and the communicator's asynchronous error;
-	// 0 means DefaultPollInterval, or Timeout/4 when that is shorter.
+	// 0 means [DefaultPollInterval], or Timeout/4 when that is shorter.
 	// Timeouts are detected up to one interval late.
 	PollInterval time.Duration
-	// DumpDir is where the flight recorder (trace.Default) is dumped on a
+	// DumpDir is where the flight recorder ([trace.Default]) is dumped on a
 	// failure; "" means os.TempDir(). NoDump turns the dump off.
 	DumpDir string
 	NoDump  bool
 	// Store, when set, is the job's store: on a failure the watchdog asks
-	// every rank watching it (trace.Recorder.WatchDumpRequests) to dump too.
+	// every rank watching it ([trace.Recorder].WatchDumpRequests) to dump too.
 	Store trace.Store
-	// Action is what to do to the communicator on a failure: ActionAbort
-	// (the default), ActionRevoke or ActionNone.
+	// Action is what to do to the communicator on a failure: [ActionAbort]
+	// (the default), [ActionRevoke] or [ActionNone].
 	Action Action
 	// OnFailure, when set, is called once on a failure, after the dump and
-	// the action, on a goroutine of the watchdog's, with the *TimeoutError
-	// or *AsyncError.
+	// the action, on a goroutine of the watchdog's, with the *[TimeoutError]
+	// or *[AsyncError].
 	OnFailure func(err error)
 	// Exit ends the process with os.Exit(ExitCode) after the dump, the
 	// action and OnFailure, as PyTorch's TORCH_NCCL_ASYNC_ERROR_HANDLING=1
@@ -110,7 +111,7 @@ type Options struct {
 	// within 10 s of its call; the message says which did not return.
 	Exit bool
 	// ExitCode is the status Exit ends the process with, 1 to 255; 0
-	// means DefaultExitCode. Watch refuses others (os.Exit(256) would end
+	// means [DefaultExitCode]. [Watch] refuses others (os.Exit(256) would end
 	// the process with status 0).
 	ExitCode int
 	// Heartbeat bounds how long the watchdog itself may be stuck: when the
@@ -119,16 +120,21 @@ type Options struct {
 	// never returns), a monitor goroutine dumps the flight recorder,
 	// prints why to standard error and ends the process with ExitCode,
 	// whatever Exit says, as PyTorch's TORCH_NCCL_ENABLE_MONITORING does.
-	// 0 means DefaultHeartbeat; negative turns the monitor off. The
+	// 0 means [DefaultHeartbeat]; negative turns the monitor off; a positive
+	// value shorter than [MinHeartbeat] is refused. The
 	// process's monitor uses the shortest Heartbeat of the watchdogs
 	// running.
 	Heartbeat time.Duration
 }
 
+// defaultHeartbeat is what Options.Heartbeat 0 means: DefaultHeartbeat
+// (tests shorten it).
+var defaultHeartbeat = DefaultHeartbeat
+
 // Watchdog watches one communicator's operations. Its methods are safe for
-// concurrent use. Make one with Watch: the zero Watchdog, and a nil one,
-// watch nothing (Stop does nothing, Err is nil, Done is closed, Stats are
-// zero, Synchronize returns an error matching nccl.ErrInvalidUsage).
+// concurrent use. Make one with [Watch]: the zero Watchdog, and a nil one,
+// watch nothing (Stop does nothing, Err is nil, Done is closed, [Stats] are
+// zero, Synchronize returns an error matching [nccl.ErrInvalidUsage]).
 type Watchdog struct {
 	cw     weak.Pointer[nccl.Communicator] // weak: a watched communicator the program drops is still collected (and its leak reported)
 	opts   Options
@@ -138,29 +144,33 @@ type Watchdog struct {
 	begun  time.Time
 
 	// mu guards what queued touches; queued runs under the communicator's
-	// lock, so only the poller contends for it.
-	mu       sync.Mutex
-	free     []*cuda.Event // events whose work completed, for reuse
-	events   int           // events made (free, in flight or abandoned)
-	incoming []entry       // launched, not yet taken by the poller (ev nil: not covered by an event yet)
-	deferred []entry       // queued inside a group or on a non-blocking communicator: not launched yet
-	serial   uint64        // operations queued so far
-	closed   bool          // stopped or failed: queued does nothing
-	dropped  uint64        // operations not watched: an event could not be made or recorded, or the capture state not read
-	captured uint64        // operations queued into a stream capture: not watched
-	streams  []streamState // the streams operations were queued on
-	host     []entry       // host-side operations (Split, Finalize, ...): followed by their flight-recorder entries
-	period   uint64        // the poller's ticks so far: queued records at most one event per stream and tick
+	// lock, so only the poller contends for it. The fields from mu to open
+	// are what queued's hot path (one more operation into the open run)
+	// reads and writes: kept together, they span two or three cache lines.
+	mu        sync.Mutex
+	closed    bool   // stopped or failed: queued does nothing
+	serial    uint64 // operations queued so far
+	period    uint64 // the poller's ticks so far: queued records at most one event per stream and tick
+	openFast  uint64
+	openEpoch uint64
+	// nonBlocking: the communicator returns ncclInProgress, so events
+	// wait for the next call.
+	nonBlocking atomic.Bool
+	deferred    []entry // queued inside a group or on a non-blocking communicator: not launched yet
 	// open is the run (entry.n) the next operation may join; n 0: none.
 	// The poller takes it at each tick. openFast says one more operation
 	// on its stream may join it without looking at the stream again: the
 	// stream had its event of period openFast-1 and was not being captured
 	// at capture epoch openEpoch.
-	open      entry
-	openFast  uint64
-	openEpoch uint64
+	open entry
 
-	nonBlocking atomic.Bool // the communicator returns ncclInProgress: events wait for the next call
+	free     []*cuda.Event // events whose work completed, for reuse
+	events   int           // events made (free, in flight or abandoned)
+	incoming []entry       // launched, not yet taken by the poller (ev nil: not covered by an event yet)
+	dropped  uint64        // operations not watched: an event could not be made or recorded, or the capture state not read
+	captured uint64        // operations queued into a stream capture: not watched
+	streams  []streamState // the streams operations were queued on
+	host     []entry       // host-side operations (Split, Finalize, ...): followed by their flight-recorder entries
 
 	// The poller's own state (pollMu held while the poller works on it).
 	pollMu       sync.Mutex
@@ -218,23 +228,26 @@ type evResult struct {
 
 // entry is one watched operation.
 type entry struct {
-	ev      *cuda.Event // the event that follows it: recorded after it on its stream, maybe shared with the operations before it there; nil: none yet
-	tr      *trace.Comm
-	ref     trace.Ref
-	e       trace.Event
-	serial  uint64
-	seen    time.Duration // since begun: when the poller first saw it
-	started time.Duration // when it reached the head of its stream; 0: not yet
 	// A run: an entry without an event of its own stands for n operations
 	// (1: itself alone) the communicator recorded one after another on
 	// the same stream (consecutive serials, so consecutive flight-recorder
 	// entries), which the same later event follows; lastRef, lastE and
 	// lastSerial are the newest of them. Queuing one more into a run
-	// costs a few stores into the open run (Watchdog.open), not an entry.
+	// costs a few stores into the open run (Watchdog.open), not an entry:
+	// these fields come first, with e (its stream), so that those stores
+	// stay within the entry's first cache lines.
 	n          int
+	lastSerial uint64
 	lastRef    trace.Ref
 	lastE      trace.Event
-	lastSerial uint64
+	e          trace.Event
+
+	ev      *cuda.Event // the event that follows it: recorded after it on its stream, maybe shared with the operations before it there; nil: none yet
+	tr      *trace.Comm
+	ref     trace.Ref
+	serial  uint64
+	seen    time.Duration // since begun: when the poller first saw it
+	started time.Duration // when it reached the head of its stream; 0: not yet
 }
 
 // newest is the newest operation of the run as an entry of its own.
@@ -279,14 +292,14 @@ func opsIn(entries []entry) int {
 // followed with timing-disabled CUDA events on their streams, which one
 // goroutine of the process polls, with c's asynchronous error. On a timeout
 // or an asynchronous error the watchdog dumps the flight recorder, acts on
-// the communicator (Options.Action), and reports (Err, Done, OnFailure,
-// Options.Exit). Stop ends the watch. c must be initialized, and watched by
+// the communicator ([Options.Action]), and reports (Err, Done, OnFailure,
+// [Options.Exit]). Stop ends the watch. c must be initialized, and watched by
 // no other watchdog (one that stopped or failed does not count); other
-// hooks of c (nccl.Communicator.AddHook) are not affected. The flight recorder
-// (trace.Default) is turned on with trace.DefaultEntries when it is off:
+// hooks of c ([nccl.Communicator].AddHook) are not affected. The flight recorder
+// ([trace.Default]) is turned on with [trace.DefaultEntries] when it is off:
 // its dump is what explains a hang. The watchdog does not keep c
 // reachable: a watched communicator the program drops without Destroy is
-// reported as leaked (nccl.SetLeakHandler), and its watch ends.
+// reported as leaked ([nccl.SetLeakHandler]), and its watch ends.
 func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 	var opts Options
 	if o != nil {
@@ -318,8 +331,13 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 	if opts.ExitCode == 0 {
 		opts.ExitCode = DefaultExitCode
 	}
+	if opts.Heartbeat > 0 && opts.Heartbeat < MinHeartbeat {
+		// A bound shorter than one slow round of event queries would end
+		// a healthy process.
+		return nil, fmt.Errorf("watchdog: Watch: Heartbeat %v: at least %v (0: DefaultHeartbeat; negative: no monitor): %w", opts.Heartbeat, MinHeartbeat, nccl.ErrInvalidArgument)
+	}
 	if opts.Heartbeat == 0 {
-		opts.Heartbeat = DefaultHeartbeat
+		opts.Heartbeat = defaultHeartbeat
 	}
 	if c == nil {
 		return nil, fmt.Errorf("watchdog: Watch: nil communicator: %w", nccl.ErrInvalidArgument)
@@ -376,7 +394,7 @@ func Watch(c *nccl.Communicator, o *Options) (*Watchdog, error) {
 }
 
 // claims are the communicators watched now, each by the one watchdog in
-// charge of it: Watch checks here before it attaches anything, so that a
+// charge of it: [Watch] checks here before it attaches anything, so that a
 // refused Watch never comes between the communicator and the watchdog in
 // charge. Weak on both sides: a claim keeps neither reachable.
 var claims struct {
@@ -414,14 +432,14 @@ func (w *Watchdog) unclaim() {
 }
 
 // hook attaches a watchdog to its communicator: the communicator's calls
-// reach the watchdog through it, so Watchdog itself exports no hook
+// reach the watchdog through it, so [Watchdog] itself exports no hook
 // methods.
 type hook struct{ w *Watchdog }
 
 func (h hook) Queued(op nccl.QueuedOp) { h.w.queued(&op) }
 
 // WatchesQueued: the watchdog follows every operation queued on a stream
-// (nccl.WatchingHook), so they are recorded watched; queued unwatches the
+// ([nccl.WatchingHook]), so they are recorded watched; queued unwatches the
 // ones it does not follow.
 func (h hook) WatchesQueued() {}
 func (h hook) GroupEnded()    { h.w.groupEnded() }
@@ -636,7 +654,7 @@ func (w *Watchdog) flushLocked(n int) {
 	w.deferred = w.deferred[:k]
 }
 
-// Err is the failure the watchdog found (*TimeoutError or *AsyncError),
+// Err is the failure the watchdog found (*[TimeoutError] or *[AsyncError]),
 // once it has dumped and acted; nil before, and when stopped without one.
 func (w *Watchdog) Err() error {
 	if w == nil {
@@ -673,7 +691,7 @@ type Stats struct {
 	// Captured counts operations queued on a stream being captured into a
 	// CUDA graph. They are not watched: the watchdog records no event in a
 	// capture and queries none (either would invalidate it), and a graph's
-	// replays (cuda.GraphExec.Launch) are not operations of the
+	// replays ([cuda.GraphExec].Launch) are not operations of the
 	// communicator. Captures begun by other libraries than package cuda,
 	// on a stream the watchdog has seen before, are noticed only by the
 	// poller, which then leaves that stream's operations alone until the
@@ -752,7 +770,7 @@ func (w *Watchdog) Synchronize(ctx context.Context, s cuda.Stream) error {
 // watchdog (and for a poll of the communicator's asynchronous error in
 // flight, which waits while a call holds the communicator inside NCCL).
 // After a failure it only releases what is left. Idempotent; Err keeps its
-// value. On the zero Watchdog, and a nil one (what a failed Watch
+// value. On the zero [Watchdog], and a nil one (what a failed [Watch]
 // returns), it does nothing.
 func (w *Watchdog) Stop() {
 	if w == nil || w.done == nil {

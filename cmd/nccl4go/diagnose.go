@@ -53,7 +53,7 @@ type driverState struct {
 
 // loadDriver loads the CUDA driver library and reads its version, or
 // reports what is wrong. A driver that loads but sees no GPU is not a
-// driver problem: listGPUs reports it.
+// driver problem: countGPUs reports it.
 func loadDriver() driverState {
 	var s driverState
 	p, err := cuda.LibraryPath()

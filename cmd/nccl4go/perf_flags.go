@@ -239,7 +239,7 @@ func bindPerfFlags(fs *pflag.FlagSet) *perfFlags {
 
 	// nccl-tests' flags nccl4go perf does not do yet: accepted with their
 	// default so that nccl-tests command lines run, refused otherwise with
-	// the reason (perfNotDone).
+	// the reason (perfAccepted, [perf.Unsupported]).
 	begin("")
 	hidden := func(v *int, short, long string) {
 		fs.VarP(cInt{v}, long, short, "")

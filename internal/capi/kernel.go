@@ -34,15 +34,6 @@ import "unsafe"
 // MaxKernelArgs is the most arguments one launch passes.
 const MaxKernelArgs = C.CAPI_MAX_KERNEL_ARGS
 
-// LaunchConfig is capi_launch_cfg.
-type LaunchConfig struct {
-	Grid        [3]uint32
-	Block       [3]uint32
-	SharedMem   uint32
-	Cluster     [3]uint32
-	Cooperative int32
-}
-
 // Launch is capi_launch: nargs arguments whose bytes start at buf+offs[i].
 func Launch(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs *uint16, nargs int) int32 {
 	return int32(C.capi_launch(C.uintptr_t(ctx), C.uintptr_t(fn), C.uintptr_t(stream),

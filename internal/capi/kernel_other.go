@@ -5,15 +5,6 @@ package capi
 // MaxKernelArgs is the most arguments one launch passes.
 const MaxKernelArgs = 256
 
-// LaunchConfig is capi_launch_cfg.
-type LaunchConfig struct {
-	Grid        [3]uint32
-	Block       [3]uint32
-	SharedMem   uint32
-	Cluster     [3]uint32
-	Cooperative int32
-}
-
 func Launch(ctx, fn, stream uintptr, cfg *LaunchConfig, buf *byte, offs *uint16, nargs int) int32 {
 	return NotLoaded
 }

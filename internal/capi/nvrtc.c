@@ -24,14 +24,23 @@ static struct {
 
 static void *open_sym(void *h, const char *name) { return h ? dlsym(h, name) : NULL; }
 
-int capi_nvrtc_load(const char *path, char *err, size_t errlen) {
-	if (nvrtc) {
-		snprintf(err, errlen, "NVRTC is already loaded");
-		return -1;
+// open_once dlopens path unless loaded (the library's handle, what names
+// it) is already set; NULL, with err set, when it cannot.
+static void *open_once(void *loaded, const char *what, const char *path, char *err, size_t errlen) {
+	if (loaded) {
+		snprintf(err, errlen, "%s is already loaded", what);
+		return NULL;
 	}
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		snprintf(err, errlen, "%s", dlerror());
+	}
+	return h;
+}
+
+int capi_nvrtc_load(const char *path, char *err, size_t errlen) {
+	void *h = open_once(nvrtc, "NVRTC", path, err, errlen);
+	if (!h) {
 		return -1;
 	}
 	if (!dlsym(h, "nvrtcCompileProgram")) {
@@ -142,13 +151,8 @@ static void *jl_sym(void *h, const char *name) {
 }
 
 int capi_nvjitlink_load(const char *path, char *err, size_t errlen) {
-	if (jl) {
-		snprintf(err, errlen, "nvJitLink is already loaded");
-		return -1;
-	}
-	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	void *h = open_once(jl, "nvJitLink", path, err, errlen);
 	if (!h) {
-		snprintf(err, errlen, "%s", dlerror());
 		return -1;
 	}
 	// The header maps each name to a versioned symbol

@@ -10,21 +10,6 @@ import "C"
 
 import "unsafe"
 
-// ParamKind selects a typed getter of ParamGetInt.
-type ParamKind int
-
-// The typed getters: ncclParamGetI8 ... ncclParamGetU64.
-const (
-	ParamI8 ParamKind = iota
-	ParamI16
-	ParamI32
-	ParamI64
-	ParamU8
-	ParamU16
-	ParamU32
-	ParamU64
-)
-
 var _ = [1]struct{}{}[int(ParamU64)+1-C.CAPI_PARAM_KINDS]
 
 // ParamBind is ncclParamBind: the handle of parameter key.

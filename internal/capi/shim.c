@@ -85,20 +85,31 @@ static const char *lib_path(void *sym) {
 	return info.dli_fname;
 }
 
-int capi_nccl_load(const char *path, char *err, size_t errlen) {
-	if (nccl_handle) {
-		set_err(err, errlen, "NCCL is already loaded");
+// load_table opens the library at path once (*handle is NULL until then;
+// what names it in the error when it is not) and resolves every name of
+// names into syms, NULL where the library lacks it.
+static int load_table(void **handle, void **syms, const char *const *names, int n, const char *what,
+		      const char *path, const char *probe, char *err, size_t errlen) {
+	if (*handle) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "%s is already loaded", what);
+		set_err(err, errlen, msg);
 		return -1;
 	}
-	void *h = open_lib(path, "ncclGetVersion", err, errlen);
+	void *h = open_lib(path, probe, err, errlen);
 	if (!h) {
 		return -1;
 	}
-	for (int i = 0; i < CAPI_NCCL_SYM_COUNT; i++) {
-		nccl_syms[i] = dlsym(h, nccl_names[i]);
+	for (int i = 0; i < n; i++) {
+		syms[i] = dlsym(h, names[i]);
 	}
-	nccl_handle = h;
+	*handle = h;
 	return 0;
+}
+
+int capi_nccl_load(const char *path, char *err, size_t errlen) {
+	return load_table(&nccl_handle, nccl_syms, nccl_names, CAPI_NCCL_SYM_COUNT, "NCCL", path, "ncclGetVersion",
+			  err, errlen);
 }
 
 const char *capi_nccl_path(void) { return lib_path(nccl_syms[CAPI_SYM_ncclGetVersion]); }
@@ -112,19 +123,8 @@ void capi_nccl_unload(void) {
 }
 
 int capi_cuda_load(const char *path, char *err, size_t errlen) {
-	if (cuda_handle) {
-		set_err(err, errlen, "the CUDA driver is already loaded");
-		return -1;
-	}
-	void *h = open_lib(path, "cuDriverGetVersion", err, errlen);
-	if (!h) {
-		return -1;
-	}
-	for (int i = 0; i < CAPI_CUDA_SYM_COUNT; i++) {
-		cuda_syms[i] = dlsym(h, cuda_names[i]);
-	}
-	cuda_handle = h;
-	return 0;
+	return load_table(&cuda_handle, cuda_syms, cuda_names, CAPI_CUDA_SYM_COUNT, "the CUDA driver", path,
+			  "cuDriverGetVersion", err, errlen);
 }
 
 const char *capi_cuda_path(void) { return lib_path(cuda_syms[CAPI_CU_cuDriverGetVersion]); }
@@ -329,35 +329,34 @@ static capi_status ctx_failure(int curesult) {
 	return s;
 }
 
-#define CAPI_WITH_CTX(ctx, call)                        \
-	do {                                            \
-		uintptr_t prev_;                        \
-		int cr_ = ctx_enter((ctx), &prev_);     \
-		if (cr_) {                              \
-			return ctx_failure(cr_);        \
-		}                                       \
-		capi_status st_ = nccl_status(call);    \
-		ctx_leave((ctx), prev_);                \
-		return st_;                             \
+// CAPI_IN_CTX runs call (an NCCL call) with ctx current and leaves its
+// status in st_; a context that cannot be made current returns at once.
+#define CAPI_IN_CTX(ctx, call)                      \
+	uintptr_t prev_;                            \
+	int cr_ = ctx_enter((ctx), &prev_);         \
+	if (cr_) {                                  \
+		return ctx_failure(cr_);            \
+	}                                           \
+	capi_status st_ = nccl_status(call);        \
+	ctx_leave((ctx), prev_)
+
+#define CAPI_WITH_CTX(ctx, call)        \
+	do {                            \
+		CAPI_IN_CTX(ctx, call); \
+		return st_;             \
 	} while (0)
 
 // The creating calls also record the new communicator inside a group (the
 // pointer exists before the group ends; split, shrink and grow write theirs
 // later, and the Go side waits for those itself).
-#define CAPI_WITH_CTX_TRACK(ctx, call, out)                                     \
-	do {                                                                    \
-		uintptr_t prev_;                                                \
-		int cr_ = ctx_enter((ctx), &prev_);                             \
-		if (cr_) {                                                      \
-			return ctx_failure(cr_);                                \
-		}                                                               \
-		capi_status st_ = nccl_status(call);                            \
-		ctx_leave((ctx), prev_);                                        \
-		repair_group_depth(st_.code);                                   \
-		if ((st_.code == 0 || st_.code == 7) && *(out)) {               \
-			group_track(*(out));                                    \
-		}                                                               \
-		return st_;                                                     \
+#define CAPI_WITH_CTX_TRACK(ctx, call, out)                       \
+	do {                                                      \
+		CAPI_IN_CTX(ctx, call);                           \
+		repair_group_depth(st_.code);                     \
+		if ((st_.code == 0 || st_.code == 7) && *(out)) { \
+			group_track(*(out));                      \
+		}                                                 \
+		return st_;                                       \
 	} while (0)
 
 capi_status capi_ncclCommInitRankConfig(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank,

@@ -2,6 +2,15 @@
 #include "team.h"
 #include "shim.h"
 
+// team_ready is 0 when f (a team function of the loaded NCCL, NULL if it
+// lacks it) may be called on comm now, else the status to return.
+static int team_ready(void *f, uintptr_t comm) {
+	if (!f) {
+		return capi_nccl_missing();
+	}
+	return capi_gate(comm);
+}
+
 int capi_team_get(int which, uintptr_t comm, capi_team *out) {
 	static const int syms[] = {CAPI_SYM_ncclTeamWorld, CAPI_SYM_ncclTeamLsa, CAPI_SYM_ncclTeamRail};
 	if (which < 0 || which > CAPI_TEAM_RAIL) {
@@ -9,10 +18,7 @@ int capi_team_get(int which, uintptr_t comm, capi_team *out) {
 	}
 	typedef capi_team (*fn_t)(void *);
 	fn_t f = (fn_t)capi_nccl_fn(syms[which]);
-	if (!f) {
-		return capi_nccl_missing();
-	}
-	int g = capi_gate(comm);
+	int g = team_ready((void *)f, comm);
 	if (g) {
 		return g;
 	}
@@ -23,10 +29,7 @@ int capi_team_get(int which, uintptr_t comm, capi_team *out) {
 int capi_team_rank_to(int to_lsa, uintptr_t comm, const capi_team *team, int rank, int *out) {
 	typedef int (*fn_t)(void *, capi_team, int);
 	fn_t f = (fn_t)capi_nccl_fn(to_lsa ? CAPI_SYM_ncclTeamRankToLsa : CAPI_SYM_ncclTeamRankToWorld);
-	if (!f) {
-		return capi_nccl_missing();
-	}
-	int g = capi_gate(comm);
+	int g = team_ready((void *)f, comm);
 	if (g) {
 		return g;
 	}

@@ -163,3 +163,27 @@ const (
 	WaitCUDA  = 3
 	WaitNCCL  = 4
 )
+
+// ParamKind selects a typed getter of ParamGetInt.
+type ParamKind int
+
+// The typed getters: ncclParamGetI8 ... ncclParamGetU64.
+const (
+	ParamI8 ParamKind = iota
+	ParamI16
+	ParamI32
+	ParamI64
+	ParamU8
+	ParamU16
+	ParamU32
+	ParamU64
+)
+
+// LaunchConfig is capi_launch_cfg.
+type LaunchConfig struct {
+	Grid        [3]uint32
+	Block       [3]uint32
+	SharedMem   uint32
+	Cluster     [3]uint32
+	Cooperative int32
+}
