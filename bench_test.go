@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,12 +22,17 @@ import (
 // nothing), as in
 //
 //	NCCL4GO_FAKE_BENCH=1 go test -run '^$' -bench AllReduceHostPath .
+//
+// NCCL4GO_FAKE_BENCH_RELEASE picks the fake's release (default
+// faketest.DefaultRelease); BenchmarkAllReduceWithHostPath needs 23100 or
+// later.
 func requireBench(b *testing.B) {
 	if os.Getenv("NCCL4GO_FAKE_BENCH") != "1" {
 		gputest.Require(b)
 		return
 	}
-	ncclPath, cudaPath := faketest.Libraries(b, faketest.Env{})
+	release, _ := strconv.Atoi(os.Getenv("NCCL4GO_FAKE_BENCH_RELEASE"))
+	ncclPath, cudaPath := faketest.Libraries(b, faketest.Env{Release: release})
 	os.Setenv("NCCL4GO_CUDA_LIBRARY", cudaPath)
 	if err := cuda.Load(cudaPath); err != nil {
 		b.Skipf("cannot load the fake CUDA driver (a driver is loaded already?): %v", err)
@@ -274,5 +280,56 @@ func BenchmarkAllReduceTwoRanks(b *testing.B) {
 	b.StopTimer()
 	for i := range comms {
 		cuda.Device(i).Synchronize()
+	}
+}
+
+// BenchmarkAllReduceWithHostPath is the host cost of a configured call
+// (AllReduceWith, ncclAllReduceConfig) beside the plain AllReduce on the
+// same communicator: "plain", "config-empty" (an empty CollConfig: the
+// layout and the initializer's values), "config" (CTA bounds, an
+// algorithm selection and one extension entry). allocs/op must be 0 and
+// cgo-calls/op 1 in each. On the fakes it needs
+// NCCL4GO_FAKE_BENCH_RELEASE=23203 (or 23100, 23102).
+func BenchmarkAllReduceWithHostPath(b *testing.B) {
+	requireBench(b)
+	comms, err := nccl.InitAll([]int{0})
+	if err != nil {
+		b.Fatalf("InitAll: %v", err)
+	}
+	c := comms[0]
+	defer c.Destroy()
+	mem, err := cuda.AllocFrom(0, []float32{1.5})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mem.Free()
+	buf := nccl.BufferOf(mem)
+	if err := c.AllReduceWith(&nccl.CollConfig{}, buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
+		b.Skipf("no per-collective config in the loaded NCCL (on the fakes, set NCCL4GO_FAKE_BENCH_RELEASE=23203): %v", err)
+	}
+	cfg := &nccl.CollConfig{MinCTAs: nccl.Ptr(1), MaxCTAs: nccl.Ptr(4)}
+	if r, _ := nccl.Version(); r >= 23102 {
+		cfg.AlgSelection = "ring"
+	}
+	cfg.Ext = []nccl.ConfigExt{{VendorID: 1, OptionID: 2, Int: 3}}
+	empty := &nccl.CollConfig{} // built once: a config built in the call's arguments is the caller's allocation
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"plain", func() error { return c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}) }},
+		{"config-empty", func() error { return c.AllReduceWith(empty, buf, buf, nccl.Sum, cuda.Stream{}) }},
+		{"config", func() error { return c.AllReduceWith(cfg, buf, buf, nccl.Sum, cuda.Stream{}) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			calls := runtime.NumCgoCall()
+			for b.Loop() {
+				if err := tc.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(runtime.NumCgoCall()-calls)/float64(b.N), "cgo-calls/op")
+		})
 	}
 }

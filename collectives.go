@@ -71,28 +71,62 @@ type collInfo struct {
 	op       trace.Op // the recorder's operation; its name is the call's
 	sym      capi.Sym // the C function
 	name, fn string
+	// The per-collective config variant (collconfig.go), where NCCL has
+	// one: its C function and capi.CollConfigCall's collective.
+	configurable bool
+	cfgSym       capi.Sym
+	cfgKind      int
+	cfgFn        string
 }
 
 // colls is every kind's row: the one place that says which recorder
 // operation and which C function a kind is.
 var colls = collTable([...]collInfo{
-	kAllReduce:     {op: trace.AllReduce, sym: capi.SymAllReduce},
-	kBroadcast:     {op: trace.Broadcast, sym: capi.SymBroadcast},
-	kReduce:        {op: trace.Reduce, sym: capi.SymReduce},
-	kAllGather:     {op: trace.AllGather, sym: capi.SymAllGather},
-	kReduceScatter: {op: trace.ReduceScatter, sym: capi.SymReduceScatter},
-	kAllToAll:      {op: trace.AllToAll, sym: capi.SymAlltoAll},
-	kGather:        {op: trace.Gather, sym: capi.SymGather},
-	kScatter:       {op: trace.Scatter, sym: capi.SymScatter},
+	kAllReduce:     {op: trace.AllReduce, sym: capi.SymAllReduce, configurable: true, cfgSym: capi.SymAllReduceConfig, cfgKind: capi.CollAllReduce},
+	kBroadcast:     {op: trace.Broadcast, sym: capi.SymBroadcast, configurable: true, cfgSym: capi.SymBroadcastConfig, cfgKind: capi.CollBroadcast},
+	kReduce:        {op: trace.Reduce, sym: capi.SymReduce, configurable: true, cfgSym: capi.SymReduceConfig, cfgKind: capi.CollReduce},
+	kAllGather:     {op: trace.AllGather, sym: capi.SymAllGather, configurable: true, cfgSym: capi.SymAllGatherConfig, cfgKind: capi.CollAllGather},
+	kReduceScatter: {op: trace.ReduceScatter, sym: capi.SymReduceScatter, configurable: true, cfgSym: capi.SymReduceScatterConfig, cfgKind: capi.CollReduceScatter},
+	kAllToAll:      {op: trace.AllToAll, sym: capi.SymAlltoAll, configurable: true, cfgSym: capi.SymAlltoAllConfig, cfgKind: capi.CollAllToAll},
+	kGather:        {op: trace.Gather, sym: capi.SymGather, configurable: true, cfgSym: capi.SymGatherConfig, cfgKind: capi.CollGather},
+	kScatter:       {op: trace.Scatter, sym: capi.SymScatter, configurable: true, cfgSym: capi.SymScatterConfig, cfgKind: capi.CollScatter},
 	kSend:          {op: trace.Send, sym: capi.SymSend},
 	kRecv:          {op: trace.Recv, sym: capi.SymRecv},
 })
+
+// collsWith is colls for the ...With calls (collconfig.go), named as
+// their methods ("AllReduceWith"): [withNil] for a nil config (the plain C
+// function), [withConfig] for a config (ncclAllReduceConfig). Rows without
+// a config variant are unused.
+var collsWith = [2][numKinds]collInfo{withTable(colls, false), withTable(colls, true)}
+
+// A collCall's with: which table names the call.
+const (
+	plainCall  uint8 = iota // colls
+	withNil                 // collsWith[0]
+	withConfig              // collsWith[1]
+)
+
+func withTable(rows [numKinds]collInfo, configured bool) [numKinds]collInfo {
+	for i := range rows {
+		if rows[i].configurable {
+			rows[i].name += "With"
+			if configured {
+				rows[i].fn = rows[i].cfgFn
+			}
+		}
+	}
+	return rows
+}
 
 // collTable fills in the names of rows. Its parameter's length is
 // numKinds: a kind without a row does not compile.
 func collTable(rows [numKinds]collInfo) [numKinds]collInfo {
 	for i := range rows {
 		rows[i].name, rows[i].fn = rows[i].op.String(), rows[i].sym.String()
+		if rows[i].configurable {
+			rows[i].cfgFn = rows[i].cfgSym.String()
+		}
 	}
 	return rows
 }
@@ -104,6 +138,8 @@ type collCall struct {
 	op         RedOp
 	root       int // the root, or the peer of Send and Recv
 	stream     cuda.Stream
+	cfg        *CollConfig // a ...With call's config, or nil
+	with       uint8       // plainCall, withNil or withConfig
 }
 
 // AllReduce reduces send across all ranks with op and leaves the result in
@@ -178,6 +214,9 @@ func (c *Communicator) Scatter(send, recv Buffer, root int, s cuda.Stream) error
 // stack: call does not keep it).
 func (c *Communicator) run(a *collCall) error {
 	k := &colls[a.kind]
+	if a.with != plainCall {
+		k = &collsWith[a.with-withNil][a.kind]
+	}
 	h, sdev, err := resolveStream(a.stream)
 	if err != nil {
 		return &ArgError{Op: k.name, Arg: "stream", Reason: "destroyed", Err: err}
@@ -195,6 +234,9 @@ func (c *Communicator) run(a *collCall) error {
 		// copied wide, which stalls on its own narrow stores.
 		ev.Op, ev.DataType, ev.RedOp = k.op, recType(dt), recOp(a.op)
 		ev.Peer, ev.Count, ev.Stream = int32(a.root), count, h
+		if a.with == withConfig && k.configurable {
+			return c.callConfigLocked(a, k, send, recv, count, dt, ptr, h)
+		}
 		var st capi.Status
 		switch a.kind {
 		case kAllReduce:

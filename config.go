@@ -8,7 +8,11 @@ import (
 )
 
 // Config sets up a communicator (ncclConfig_t, every field up to NCCL
-// 2.30.7). A nil field keeps NCCL's default, as NCCL_CONFIG_INITIALIZER
+// 2.31.2). NCCL 2.32.3's nvlsHostMode is not offered: the values of
+// ncclNvlsHostMode_t are not established from a source the binding trusts,
+// and the binding never sends it (a 2.32 library keeps its default). Unlike
+// [CollConfig], ncclConfig_t has no vendor extension list (no ext member in
+// any release). A nil field keeps NCCL's default, as NCCL_CONFIG_INITIALIZER
 // leaves it; the binding never sends a zero NCCL did not ask for. Set fields
 // with new(v) (Go 1.26) or [Ptr](v).
 //
@@ -77,7 +81,38 @@ type Config struct {
 	// GraphStreamOrdering overrides NCCL_GRAPH_STREAM_ORDERING; false is
 	// incompatible with [GraphUsageMultiple] (NCCL's default mode). NCCL 2.30.7.
 	GraphStreamOrdering *bool
+	// LaunchOrderImplicit true orders this communicator's operations with
+	// those of other communicators on the same device by the host's launch
+	// order (NCCL_LAUNCH_ORDER_IMPLICIT for this communicator; the
+	// environment variable overrides it): every device must then see the
+	// same host launch order. Unset behaves as false. NCCL 2.31.0.
+	LaunchOrderImplicit *bool
+	// NumRMASig is the number of one-sided signal indexes per RMA context,
+	// >= 0 (NCCL's default 1): the signal index of NCCL's one-sided calls
+	// lies in [0, NumRMASig). NCCL 2.31.0.
+	NumRMASig *int
+	// RMAEagerInit true sets up the one-sided signals at init instead of
+	// at the first window registration (NCCL_RMA_EAGER_INIT, which
+	// overrides it); Signal and WaitSignal without a registered window need
+	// it. Default false. NCCL 2.31.0.
+	RMAEagerInit *bool
+	// HostCFTMode is ncclConfig_t.hostCftMode, whether NCCL's host side
+	// uses CFT, which needs Blackwell GPUs and CUDA 13.3 (NCCL's release
+	// notes of 2.31.2): [HostCFTEnable], [HostCFTDisable] or
+	// [HostCFTFallback]. Unset is NCCL's default. NCCL 2.31.2.
+	HostCFTMode *HostCFTMode
 }
+
+// HostCFTMode is ncclHostCftMode_t ([Config.HostCFTMode], NCCL 2.31.2).
+type HostCFTMode int32
+
+// Host CFT modes (nccl4py's bindings of NCCL 2.31.2; unset is NCCL's
+// default, NCCL_CONFIG_UNDEF_INT).
+const (
+	HostCFTEnable   HostCFTMode = 1 // ncclHostCftModeEnable
+	HostCFTDisable  HostCFTMode = 2 // ncclHostCftModeDisable
+	HostCFTFallback HostCFTMode = 3 // ncclHostCftModeFallback
+)
 
 // maxInt32 bounds what a C int argument can hold.
 const maxInt32 = int(^uint32(0) >> 1)
@@ -207,6 +242,18 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 				graphModeName(cfg.GraphUsageMode))
 		}
 		out.GraphStreamOrdering = b2i(*cfg.GraphStreamOrdering)
+	}
+	out.LaunchOrderImplicit = boolField(cfg.LaunchOrderImplicit)
+	if out.NumRmaSig, err = intField(cfg.NumRMASig, "NumRMASig", 0, maxInt32); err != nil {
+		return nil, false, err
+	}
+	out.RmaEagerInit = boolField(cfg.RMAEagerInit)
+	if cfg.HostCFTMode != nil {
+		m := *cfg.HostCFTMode
+		if m < HostCFTEnable || m > HostCFTFallback {
+			return nil, false, bad("HostCFTMode", "%d: not HostCFTEnable (1), HostCFTDisable (2) or HostCFTFallback (3)", int32(m))
+		}
+		out.HostCftMode = int32(m)
 	}
 	return &out, blocking, nil
 }

@@ -19,7 +19,8 @@ func unsetConfig(r nccl.Release) capi.Config {
 		Version: uint32(min(r, nccl.ABIRelease)), Blocking: undef, CGAClusterSize: undef, MinCTAs: undef, MaxCTAs: undef,
 		SplitShare: undef, TrafficClass: undef, CollnetEnable: undef, CTAPolicy: undef, ShrinkShare: undef,
 		NvlsCTAs: undef, NChannelsPerNetPeer: undef, NvlinkCentricSched: undef, GraphUsageMode: undef,
-		NumRmaCtx: undef, MaxP2pPeers: undef, GraphStreamOrdering: undef,
+		NumRmaCtx: undef, MaxP2pPeers: undef, GraphStreamOrdering: undef, LaunchOrderImplicit: undef, NumRmaSig: undef,
+		RmaEagerInit: undef, HostCftMode: undef,
 	}
 }
 
@@ -70,13 +71,13 @@ func TestConfigEveryField(t *testing.T) {
 		Version: 23007, Blocking: undef, CGAClusterSize: 2, MinCTAs: 3, MaxCTAs: 30, NetName: "Socket", SplitShare: 1,
 		TrafficClass: 105, CommName: "world", CollnetEnable: 0, CTAPolicy: 3, ShrinkShare: 1, NvlsCTAs: 16,
 		NChannelsPerNetPeer: 4, NvlinkCentricSched: 1, GraphUsageMode: 1, NumRmaCtx: 2, MaxP2pPeers: 8,
-		GraphStreamOrdering: 0,
+		GraphStreamOrdering: 0, LaunchOrderImplicit: undef, NumRmaSig: undef, RmaEagerInit: undef, HostCftMode: undef,
 	}
 	if got != want || !blocking {
 		t.Errorf("encoded %+v (blocking %v), want %+v", got, blocking, want)
 	}
 	// A newer library gets the binding's newest version.
-	if got, _ := encodeConfig(t, cfg, 23105); got.Version != 23102 {
+	if got, _ := encodeConfig(t, cfg, 23105); got.Version != 23105 {
 		t.Errorf("version for 2.31.5: %d", got.Version)
 	}
 }
@@ -125,6 +126,54 @@ func TestConfigRanges(t *testing.T) {
 
 func ptrPolicy(p nccl.CTAPolicy) *nccl.CTAPolicy { return &p }
 
+func ptrCFT(m nccl.HostCFTMode) *nccl.HostCFTMode { return &m }
+
+// The 2.31 fields land in their slots of the 112-byte struct, declaring the
+// loaded release; bad values fail before NCCL.
+func TestConfig231Fields(t *testing.T) {
+	cfg := &nccl.Config{LaunchOrderImplicit: nccl.Ptr(true), NumRMASig: nccl.Ptr(0), RMAEagerInit: nccl.Ptr(false),
+		HostCFTMode: ptrCFT(nccl.HostCFTDisable)}
+	got, _ := encodeConfig(t, cfg, 23102)
+	want := unsetConfig(23102)
+	want.LaunchOrderImplicit, want.NumRmaSig, want.RmaEagerInit, want.HostCftMode = 1, 0, 0, 2
+	if got != want {
+		t.Errorf("encoded %+v, want %+v", got, want)
+	}
+	// 2.32.3 is declared as itself (its nvlsHostMode is never sent).
+	if got, _ := encodeConfig(t, cfg, 23203); got.Version != 23203 {
+		t.Errorf("version for 2.32.3: %d", got.Version)
+	}
+	wantConfigArg(t, &nccl.Config{NumRMASig: nccl.Ptr(-1)}, 23102, "NumRMASig")
+	wantConfigArg(t, &nccl.Config{HostCFTMode: ptrCFT(0)}, 23102, "HostCFTMode")
+	wantConfigArg(t, &nccl.Config{HostCFTMode: ptrCFT(4)}, 23102, "HostCFTMode")
+}
+
+// End to end on the fakes of 2.31.0a16, 2.31.2 and 2.32.3: the library
+// reads the 2.31 fields (it rejects what NCCL's parseCommConfig rejects, so
+// a field landing in the wrong slot fails there) and accepts the binding's
+// 112-byte struct declaring each release.
+func TestConfig231AcceptedByLibrary(t *testing.T) {
+	for _, release := range []int{23100, 23102, 23203} {
+		faketest.Run(t, faketest.Env{Release: release}, func(t *testing.T) {
+			cfg := &nccl.Config{LaunchOrderImplicit: nccl.Ptr(true), NumRMASig: nccl.Ptr(3), RMAEagerInit: nccl.Ptr(true)}
+			if release >= 23102 {
+				cfg.HostCFTMode = ptrCFT(nccl.HostCFTFallback)
+			}
+			id, err := nccl.NewUniqueID()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := nccl.Init(1, 0, id, cfg)
+			if err != nil {
+				t.Fatalf("Init on %d: %v", release, err)
+			}
+			if err := c.Destroy(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func ptrMode(m nccl.GraphUsageMode) *nccl.GraphUsageMode { return &m }
 
 // NCCL compares minCTAs with maxCTAs even when maxCTAs is unset (INT_MIN),
@@ -166,6 +215,10 @@ func TestConfigFieldNewerThanLibrary(t *testing.T) {
 		{&nccl.Config{NumRMACtx: nccl.Ptr(1)}, 22809, "ncclConfig_t.numRmaCtx", 22902},
 		{&nccl.Config{MaxP2PPeers: nccl.Ptr(1)}, 22907, "ncclConfig_t.maxP2pPeers", 23003},
 		{&nccl.Config{GraphStreamOrdering: nccl.Ptr(true)}, 23004, "ncclConfig_t.graphStreamOrdering", 23007},
+		{&nccl.Config{LaunchOrderImplicit: nccl.Ptr(true)}, 23007, "ncclConfig_t.launchOrderImplicit", 23100},
+		{&nccl.Config{NumRMASig: nccl.Ptr(4)}, 23007, "ncclConfig_t.numRmaSig", 23100},
+		{&nccl.Config{RMAEagerInit: nccl.Ptr(true)}, 23007, "ncclConfig_t.rmaEagerInit", 23100},
+		{&nccl.Config{HostCFTMode: ptrCFT(nccl.HostCFTFallback)}, 23100, "ncclConfig_t.hostCftMode", 23102},
 		{&nccl.Config{CTAPolicy: &zero}, 22703, "NCCL_CTA_POLICY_ZERO", 22803},
 		{&nccl.Config{CTAPolicy: &both}, 22803, "combined CTA policies", 22902},
 	}

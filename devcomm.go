@@ -108,7 +108,7 @@ func layoutFor(r Release) devCommLayout {
 	if !ok {
 		l = versions.DevCommLayouts[0]
 	}
-	return devCommLayout{DevCommLayout: l, declared: deviceAPIVersion(r)}
+	return devCommLayout{DevCommLayout: l, declared: devCommVersion(r)}
 }
 
 // runtimeSize reports whether NCCL writes the ncclDevComm_t in its own
@@ -348,6 +348,15 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 		if err := checkDevCommProps(op, p, reqs); err != nil {
 			return nil, err
 		}
+		if layout.runtimeSize() {
+			if layout.DevComm, err = runtimeDevCommSize(op, r, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if layout.runtimeSize() { // a library with the 2.31 layout but no properties call: impossible in NCCL
+		return nil, &UnknownLayoutError{Op: op, Struct: "ncclDevComm_t", Loaded: r,
+			Reason: "the library does not report its size (no ncclCommQueryProperties)"}
 	}
 	resHead, teamHead, release, err := reqs.linkRequirements(op)
 	if err != nil {
@@ -367,22 +376,6 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 		}
 	}()
 	d, err := createAsync(ctx, m, c, &devCommKind, takeWork, func(ptr uintptr) (*DevComm, capi.Status, bool, error) {
-		layout := layout
-		if layout.runtimeSize() {
-			n, st := capi.DevCommRuntimeSize(ptr, uint32(layout.declared))
-			if st.Code == capi.Pending {
-				return nil, st, false, nil
-			}
-			if err := statusErr(op, "ncclCommQueryProperties", st); err != nil {
-				return nil, st, false, err
-			}
-			if n == 0 || n > capi.DevCommSize {
-				return nil, st, false, fmt.Errorf("nccl: %s: NCCL %s reports an ncclDevComm_t of %d bytes "+
-					"(ncclCommProperties_t.devCommRuntimeVersionSize), which the binding's %d-byte buffer cannot hold: %w",
-					op, r, n, capi.DevCommSize, ErrUnsupported)
-			}
-			layout.DevComm = int(n)
-		}
 		store := capi.NewDevComm()
 		st := capi.DevCommCreate(ptr, raw, store)
 		if !accepted(st) {
@@ -467,6 +460,24 @@ func newSymmetricMemoryError(op string, r Release, nranks int, err error) *Symme
 			"with NCCL_WIN_ENABLE and cuMem (NCCL_CUMEM_ENABLE) on"
 	}
 	return e
+}
+
+// runtimeDevCommSize is the size of the ncclDevComm_t NCCL writes in its
+// own layout (a 2.31 declaration, or UseRuntimeVersion), from the
+// communicator's properties (devCommRuntimeVersionSize).
+func runtimeDevCommSize(op string, r Release, p *Properties) (int, error) {
+	if p.DevCommRuntimeVersionSize == nil {
+		return 0, &UnknownLayoutError{Op: op, Struct: "ncclDevComm_t", Loaded: r,
+			Reason: "NCCL writes its own layout (UseRuntimeVersion), whose size it reports only in an " +
+				"ncclCommProperties_t layout of this release that is not established either"}
+	}
+	n := *p.DevCommRuntimeVersionSize
+	if n <= 0 || n > capi.DevCommSize {
+		return 0, fmt.Errorf("nccl: %s: NCCL %s reports an ncclDevComm_t of %d bytes "+
+			"(ncclCommProperties_t.devCommRuntimeVersionSize), which the binding's %d-byte buffer cannot hold: %w",
+			op, r, n, capi.DevCommSize, ErrUnsupported)
+	}
+	return n, nil
 }
 
 // checkDevCommProps refuses requests the communicator's properties rule out.

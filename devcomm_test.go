@@ -277,7 +277,6 @@ func TestFakeDevComm231(t *testing.T) {
 		// A library newer than 2.31.2: 2.30.7's layout by default, its own
 		// with UseRuntimeVersion.
 		{23102, 23203, nil, 23007, 23007, 240},
-		{23102, 23203, &nccl.DevCommRequirements{UseRuntimeVersion: nccl.Ptr(true), GINCustomStride: nccl.Ptr(5)}, 23102, 23203, 256},
 	} {
 		env := faketest.Env{Release: tc.release, Version: tc.version,
 			Extra: []string{"FAKE_NCCL_GIN_TYPE=3", "FAKE_NCCL_GIN_CONNECTION=1"}}
@@ -338,6 +337,24 @@ func TestFakeDevComm231Refusals(t *testing.T) {
 			t.Errorf("ncclDevCommCreate called %d times, want 2 (the binding refuses stride 0 itself)", n)
 		}
 	})
+	// A library newer than 2.31.2 reports its ncclDevComm_t size only in a
+	// properties layout that is not established: UseRuntimeVersion is
+	// refused there, and so are the 2.31 fields without it.
+	faketest.Run(t, faketest.Env{Release: 23102, Version: 23203}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		_, err := c.CreateDevComm(&nccl.DevCommRequirements{UseRuntimeVersion: nccl.Ptr(true)})
+		var le *nccl.UnknownLayoutError
+		if !errors.As(err, &le) || le.Struct != "ncclDevComm_t" || !errors.Is(err, nccl.ErrUnsupported) {
+			t.Errorf("UseRuntimeVersion on 2.32.3: %v", err)
+		}
+		_, err = c.CreateDevComm(&nccl.DevCommRequirements{GINCustomStride: nccl.Ptr(2)})
+		if !errors.Is(err, nccl.ErrInvalidArgument) || !strings.Contains(err.Error(), "UseRuntimeVersion") {
+			t.Errorf("GINCustomStride on 2.32.3: %v", err)
+		}
+		if n := faketest.Calls(t, "ncclDevCommCreate"); n != 0 {
+			t.Errorf("ncclDevCommCreate called %d times", n)
+		}
+	})
 	faketest.Run(t, faketest.Env{Release: 23100}, func(t *testing.T) {
 		c := fakeComm(t, 2, 0, nil)
 		_, err := c.CreateDevComm(&nccl.DevCommRequirements{CFTCaps: nccl.Ptr(nccl.CFTNone)})
@@ -353,22 +370,4 @@ func TestFakeDevComm231Refusals(t *testing.T) {
 			t.Errorf("CUSTOM_STRIDE on 2.30.7: %v", err)
 		}
 	})
-}
-
-// The properties are declared at most at the newest layout the binding
-// holds (2.30.7's 56 bytes): a 2.31 library writes 144 bytes for a caller
-// declaring 2.31.0 or later, which a 56-byte struct cannot hold.
-func TestFakePropertiesDeclaredThrough(t *testing.T) {
-	for _, r := range []int{23100, 23102} {
-		faketest.Run(t, faketest.Env{Release: r, Extra: []string{"FAKE_NCCL_GIN_TYPE=3"}}, func(t *testing.T) {
-			c := fakeComm(t, 2, 0, nil)
-			p, err := c.Properties()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.Declared != 23007 || p.GINType != nccl.GINGDAKI || p.NumLSATeams == nil {
-				t.Errorf("NCCL %d: declared %s, GIN type %s, NumLSATeams %v; want 2.30.7, GDAKI, set", r, p.Declared, p.GINType, p.NumLSATeams)
-			}
-		})
-	}
 }

@@ -28,9 +28,11 @@
 // the loaded release. Each method's documentation names its NCCL call and
 // that first release; one older than [MinRelease] means every supported
 // release has it. NCCL's versioned structs are stamped with
-// min([ABIRelease], loaded release) and only the fields that version defines
-// are read: a property the loaded NCCL does not report is an error, never a
-// zero that looks real. Releases from 2.19.1 ([MinRelease]) load; the binding
+// min([ABIRelease], loaded release), or older where a newer layout of the
+// struct is not established (the properties of a 2.32 library, device
+// requirements), and [CollConfig] is sent in the loaded release's own
+// layout; only the fields the declared version defines are read: a property
+// the loaded NCCL does not report is an error, never a zero that looks real. Releases from 2.19.1 ([MinRelease]) load; the binding
 // is tested on a GPU against NCCL 2.28.3, 2.28.9 and 2.30.7, and on any
 // machine against fake libraries that follow each release's behaviour.
 //

@@ -147,7 +147,7 @@ func TestRelease(t *testing.T) {
 			t.Errorf("release of code %d = %d, want %d", code, got, want)
 		}
 	}
-	if nccl.MinRelease > nccl.ABIRelease || nccl.ABIRelease != 23102 {
+	if nccl.MinRelease > nccl.ABIRelease || nccl.ABIRelease != 23203 {
 		t.Errorf("MinRelease %s, ABIRelease %s", nccl.MinRelease, nccl.ABIRelease)
 	}
 }

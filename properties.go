@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/internal/versions"
@@ -28,9 +29,25 @@ type Properties struct {
 	HostRMASupport *bool `json:"host_rma_support"`
 	// RailedGINType is the GIN transport of rail connections. NCCL 2.29.7.
 	RailedGINType *GINType `json:"railed_gin_type"`
-	// Declared is the struct version the binding declared to NCCL:
-	// the loaded release, at most 2.30.7 (the newest layout the binding
-	// holds; 2.31 keeps accepting it).
+	// CommHash identifies the communicator: the same on every rank of it
+	// (commHash). NCCL 2.31.0.
+	CommHash *uint64 `json:"comm_hash,omitempty"`
+	// GINMinStride is the smallest rank stride GIN connects: 1 with a
+	// [GINConnectionFull] connection, else the number of consecutive ranks
+	// of a host (ginMinStride). NCCL 2.31.0.
+	GINMinStride *int `json:"gin_min_stride,omitempty"`
+	// GINConnectionType is the communicator's GIN connection
+	// (ginConnectionType). NCCL 2.31.0.
+	GINConnectionType *GINConnectionType `json:"gin_connection_type,omitempty"`
+	// GINSupport is the set of GIN transports the communicator can use
+	// (ginSupport[], indexed by ncclGinType_t). NCCL 2.31.0.
+	GINSupport *GINTypeSet `json:"gin_support,omitempty"`
+	// DevCommRuntimeVersionSize is the size in bytes of the library's own
+	// ncclDevComm_t (devCommRuntimeVersionSize). NCCL 2.31.0.
+	DevCommRuntimeVersionSize *int `json:"devcomm_runtime_version_size,omitempty"`
+	// Declared is the struct version the binding declared to NCCL: the
+	// loaded release for a 2.31 library (the 144-byte layout), else
+	// min(2.30.7, the loaded release).
 	Declared Release `json:"declared_version"`
 }
 
@@ -44,8 +61,7 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	// At most the newest version whose layout the table holds.
-	v := min(deviceAPIVersion(r), Release(versions.PropsThrough))
+	v := propsVersion(r)
 	l, ok := versions.PropsLayoutFor(int(v))
 	if !ok { // a library with the function, reporting an older release
 		l = versions.PropsLayouts[0]
@@ -69,6 +85,17 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 	if has(v, versions.PropsNumLSATeams) {
 		n, h, g := int(raw.NLsaTeams), raw.HostRMASupport, GINType(raw.RailedGINType)
 		p.NumLSATeams, p.HostRMASupport, p.RailedGINType = &n, &h, &g
+	}
+	if has(v, versions.PropsCommHash) && l.Family == capi.PropsV23100 {
+		hash, stride, conn, size := raw.CommHash, int(raw.GINMinStride), GINConnectionType(raw.GINConnectionType), int(raw.DevCommRuntimeVersionSize)
+		var set GINTypeSet
+		for i, ok := range raw.GINSupport {
+			if ok {
+				set |= 1 << i
+			}
+		}
+		p.CommHash, p.GINMinStride, p.GINConnectionType, p.DevCommRuntimeVersionSize = &hash, &stride, &conn, &size
+		p.GINSupport = &set
 	}
 	c.props = p
 	return 0, nil
@@ -110,12 +137,22 @@ func (c *Communicator) Properties() (Properties, error) {
 	if err != nil {
 		return Properties{}, err
 	}
+	return p.clone(), nil
+}
+
+// clone copies p, and what its pointer fields point to.
+func (p *Properties) clone() Properties {
 	out := *p
 	if p.NumLSATeams != nil {
 		n, h, g := *p.NumLSATeams, *p.HostRMASupport, *p.RailedGINType
 		out.NumLSATeams, out.HostRMASupport, out.RailedGINType = &n, &h, &g
 	}
-	return out, nil
+	if p.CommHash != nil {
+		hash, stride, conn, size, set := *p.CommHash, *p.GINMinStride, *p.GINConnectionType, *p.DevCommRuntimeVersionSize, *p.GINSupport
+		out.CommHash, out.GINMinStride, out.GINConnectionType, out.DevCommRuntimeVersionSize = &hash, &stride, &conn, &size
+		out.GINSupport = &set
+	}
+	return out
 }
 
 // CUDADevice is the CUDA device index NCCL reports in the properties
@@ -219,5 +256,62 @@ func (c *Communicator) RailedGINType() (GINType, error) {
 // report.
 func laterField(f versions.Feature) error {
 	r, _ := loaded()
+	if r >= 23200 && f.Since() >= 23100 {
+		// Not older than the field: the binding does not ask a 2.32
+		// library in the 2.31 layout (propsVersion).
+		return fmt.Errorf("nccl: %s: not read from NCCL %s: its layout of ncclCommProperties_t is not established, so the binding asks it in the 2.30 layout: %w",
+			f.Name(), r, ErrUnsupported)
+	}
 	return unsupportedFeature(f, r)
+}
+
+// propField is one field of the cached properties that the loaded NCCL may
+// not report (nil in Properties): op names the accessor, f the field's row.
+func propField[T any](c *Communicator, op string, f versions.Feature, get func(*Properties) *T) (T, error) {
+	var zero T
+	p, err := c.properties(op)
+	if err != nil {
+		return zero, err
+	}
+	v := get(p)
+	if v == nil {
+		return zero, laterField(f)
+	}
+	return *v, nil
+}
+
+// CommHash identifies the communicator, the same on all its ranks
+// (ncclCommQueryProperties' commHash, cached). Not collective. NCCL 2.31.0
+// (a 2.31 library); [ErrUnsupported] otherwise.
+func (c *Communicator) CommHash() (uint64, error) {
+	return propField(c, "CommHash", versions.PropsCommHash, func(p *Properties) *uint64 { return p.CommHash })
+}
+
+// GINMinStride is the smallest rank stride GIN connects
+// (ncclCommQueryProperties' ginMinStride, cached). Not collective.
+// NCCL 2.31.0 (a 2.31 library); [ErrUnsupported] otherwise.
+func (c *Communicator) GINMinStride() (int, error) {
+	return propField(c, "GINMinStride", versions.PropsGINMinStride, func(p *Properties) *int { return p.GINMinStride })
+}
+
+// GINConnectionType is the communicator's GIN connection
+// (ncclCommQueryProperties' ginConnectionType, cached). Not collective.
+// NCCL 2.31.0 (a 2.31 library); [ErrUnsupported] otherwise.
+func (c *Communicator) GINConnectionType() (GINConnectionType, error) {
+	return propField(c, "GINConnectionType", versions.PropsGINConnectionType, func(p *Properties) *GINConnectionType { return p.GINConnectionType })
+}
+
+// GINSupport is the set of GIN transports the communicator can use
+// (ncclCommQueryProperties' ginSupport[], cached). Not collective.
+// NCCL 2.31.0 (a 2.31 library); [ErrUnsupported] otherwise.
+func (c *Communicator) GINSupport() (GINTypeSet, error) {
+	return propField(c, "GINSupport", versions.PropsGINSupport, func(p *Properties) *GINTypeSet { return p.GINSupport })
+}
+
+// DevCommRuntimeVersionSize is the size in bytes of the loaded library's
+// ncclDevComm_t (ncclCommQueryProperties' devCommRuntimeVersionSize,
+// cached). Not collective. NCCL 2.31.0 (a 2.31 library); [ErrUnsupported]
+// otherwise.
+func (c *Communicator) DevCommRuntimeVersionSize() (int, error) {
+	return propField(c, "DevCommRuntimeVersionSize", versions.PropsDevCommRuntimeVersionSize, func(p *Properties) *int { return p.DevCommRuntimeVersionSize })
 }

@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -109,13 +110,11 @@ type GINType int32
 
 // GIN transports. The C value 1 is not used.
 const (
-	GINNone  GINType = 0 // NCCL_GIN_TYPE_NONE
-	GINProxy GINType = 2 // NCCL_GIN_TYPE_PROXY
-	GINGDAKI GINType = 3 // NCCL_GIN_TYPE_GDAKI
-	GINGPI   GINType = 4 // NCCL_GIN_TYPE_GPI, NCCL 2.30.7
-	// GINEFAGDA is AWS EFA GPUDirect Async (NCCL_GIN_TYPE_EFA_GDA, needs
-	// the AWS OFI plugin). NCCL 2.31.0.
-	GINEFAGDA GINType = 5
+	GINNone   GINType = 0 // NCCL_GIN_TYPE_NONE
+	GINProxy  GINType = 2 // NCCL_GIN_TYPE_PROXY
+	GINGDAKI  GINType = 3 // NCCL_GIN_TYPE_GDAKI
+	GINGPI    GINType = 4 // NCCL_GIN_TYPE_GPI, NCCL 2.30.7
+	GINEFAGDA GINType = 5 // NCCL_GIN_TYPE_EFA_GDA, NCCL 2.31.0
 )
 
 var ginTypeNames = map[GINType]string{
@@ -158,6 +157,36 @@ func (g *GINType) UnmarshalText(b []byte) error {
 	}
 	return &ArgError{Op: "GINType.UnmarshalText", Arg: "text",
 		Reason: fmt.Sprintf("%q is not NCCL_GIN_TYPE_NONE, NCCL_GIN_TYPE_PROXY, NCCL_GIN_TYPE_GDAKI, NCCL_GIN_TYPE_GPI, NCCL_GIN_TYPE_EFA_GDA or ncclGinType(N)", b)}
+}
+
+// GINTypeSet is a set of GIN transports: bit t stands for [GINType] t
+// (ncclCommProperties_t's ginSupport[64], NCCL 2.31.0).
+type GINTypeSet uint64
+
+// Has reports whether the set holds g.
+func (s GINTypeSet) Has(g GINType) bool { return g >= 0 && g < 64 && s&(1<<g) != 0 }
+
+// Types lists the set's transports in increasing order.
+func (s GINTypeSet) Types() []GINType {
+	var out []GINType
+	for g := GINType(0); g < 64; g++ {
+		if s.Has(g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// String lists the C names, e.g. "[NCCL_GIN_TYPE_PROXY NCCL_GIN_TYPE_GDAKI]".
+func (s GINTypeSet) String() string { return fmt.Sprint(s.Types()) }
+
+// MarshalJSON writes the set as a list of C names.
+func (s GINTypeSet) MarshalJSON() ([]byte, error) {
+	t := s.Types()
+	if t == nil {
+		t = []GINType{}
+	}
+	return json.Marshal(t)
 }
 
 // GINConnectionType is how a device communicator connects over GIN

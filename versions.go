@@ -43,7 +43,7 @@ func need(r Release, f versions.Feature) error {
 }
 
 // checkFields returns the unsupported error for the first field of *s (a
-// [Config] or [DevCommRequirements]) that is set although release r lacks it:
+// [Config], [DevCommRequirements] or [CollConfig]) that is set although release r lacks it:
 // the rows of the version table that name s's fields, in order.
 func checkFields(s any, r Release) error {
 	v := reflect.ValueOf(s).Elem()
@@ -67,6 +67,7 @@ var cStruct = map[reflect.Type]string{
 	reflect.TypeFor[Config]():              "ncclConfig_t",
 	reflect.TypeFor[DevCommRequirements](): "ncclDevCommRequirements_t",
 	reflect.TypeFor[Properties]():          "ncclCommProperties_t",
+	reflect.TypeFor[CollConfig]():          "ncclCollConfig_t",
 }
 
 // gates binds each struct's rows to field indexes, once.

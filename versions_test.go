@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/internal/versions"
 )
@@ -44,6 +45,9 @@ var gatedStructs = map[string]gatedStruct{
 	// Properties: from ncclCommQueryProperties' first release.
 	"ncclCommProperties_t": {reflect.TypeFor[Properties](), "properties.go", symSince(capi.SymCommQueryProperties),
 		[]string{"Rank", "NRanks", "CUDADevice", "NVMLDevice", "DeviceAPISupport", "MultimemSupport", "GINType", "Declared"}},
+	// CollConfig: from the nccl*Config functions' first release.
+	"ncclCollConfig_t": {reflect.TypeFor[CollConfig](), "collconfig.go", symSince(capi.SymAllReduceConfig),
+		[]string{"MinCTAs", "MaxCTAs", "NVLSCTAs", "CGAClusterSize", "Ext"}},
 }
 
 // rowsOf is the version table's rows for C struct name, in table order.
@@ -128,7 +132,7 @@ func TestStructGatesCatchOmissions(t *testing.T) {
 		fields = append(fields, s.typ.Field(i))
 	}
 	withNew := reflect.StructOf(append(fields, reflect.StructField{Name: "NewField", Type: reflect.TypeFor[*int]()}))
-	newRow := versions.Row{Name: "ncclConfig_t.newField", Since: 23100, Field: "NewField"}
+	newRow := versions.Row{Name: "ncclConfig_t.newField", Since: 23300, Field: "NewField"}
 
 	want := func(what string, problems []string, substr string) {
 		t.Helper()
@@ -231,7 +235,8 @@ func TestLayoutTables(t *testing.T) {
 		}
 	}
 	for _, l := range ps {
-		name := map[int]string{capi.PropsV22902: "ncclCommProperties_t/v22902", capi.PropsV22907: "ncclCommProperties_t/v22907"}[l.Family]
+		name := map[int]string{capi.PropsV22902: "ncclCommProperties_t/v22902", capi.PropsV22907: "ncclCommProperties_t/v22907",
+			capi.PropsV23100: "ncclCommProperties_t/v23100"}[l.Family]
 		if got := int(shim[name].Size); got != l.Size {
 			t.Errorf("properties layout %+v: the shim's %s is %d bytes", l, name, got)
 		}
@@ -286,11 +291,15 @@ func TestStructDocsMatchVersionTable(t *testing.T) {
 // supported release with its release ("// 2.27" or "// 2.30.7 (...)"): the
 // table agrees, and every field row has its comment.
 func TestShimStructCommentsMatchVersionTable(t *testing.T) {
-	src, err := os.ReadFile("internal/capi/shim.h")
-	if err != nil {
-		t.Fatal(err)
+	var src []byte
+	for _, h := range []string{"internal/capi/shim.h", "internal/capi/collconfig.h"} {
+		b, err := os.ReadFile(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, b...)
 	}
-	field := regexp.MustCompile(`^\s*[a-zA-Z_][a-zA-Z0-9_ ]*?\**\s*\*?([a-zA-Z0-9_]+);\s*//\s*(\d+)\.(\d+)(?:\.(\d+))?`)
+	field := regexp.MustCompile(`^\s*[a-zA-Z_][a-zA-Z0-9_ ]*?\**\s*\*?([a-zA-Z0-9_]+)(?:\[\d+\])?;\s*//\s*(\d+)\.(\d+)(?:\.(\d+))?`)
 	byName := map[string]versions.Feature{}
 	for f := range versions.NumFeatures {
 		byName[versions.Table[f].Name] = f
@@ -331,22 +340,28 @@ func TestShimStructCommentsMatchVersionTable(t *testing.T) {
 			}
 		}
 	}
-	checkStruct("capi_config_v23007", "ncclConfig_t.")
+	checkStruct("capi_config_v23102", "ncclConfig_t.")
 	checkStruct("capi_devcomm_reqs_v23102", "ncclDevCommRequirements_t.")
-	checkStruct("capi_props_v22907", "ncclCommProperties_t.")
+	checkStruct("capi_props_v23100", "ncclCommProperties_t.")
+	checkStruct("capi_coll_config_v23203", "ncclCollConfig_t.")
 }
 
 // setNonZero sets field v (a pointer or a string) to a value other than
 // its zero: n for numbers, b for booleans, "x" for strings.
 func setNonZero(v reflect.Value, n int64, b bool) {
-	if v.Kind() == reflect.String {
+	switch v.Kind() {
+	case reflect.String:
 		v.SetString("x")
+		return
+	case reflect.Uint64:
+		v.SetUint(uint64(n))
 		return
 	}
 	p := reflect.New(v.Type().Elem())
 	switch e := p.Elem(); e.Kind() {
 	case reflect.Bool:
 		e.SetBool(b)
+	case reflect.Struct: // a handle such as *cuda.Event: a new one
 	default:
 		e.SetInt(n)
 	}
@@ -355,8 +370,14 @@ func setNonZero(v reflect.Value, n int64, b bool) {
 
 // Every gated field reaches the C struct: set alone (on top of a base that
 // makes it valid), one of two values changes what the encoder sends at
-// ABIRelease. A new field with a row but no encoding line fails here.
+// ABIRelease (the requirements: at their newest layout). A new field with a row but no encoding line fails here.
 func TestStructFieldsEncoded(t *testing.T) {
+	// A CollConfig's event is resolved through package cuda: any event
+	// (a zero one here) reads as a timing-disabled event of device 0.
+	defer func(f func(*cuda.Event) (uintptr, int, uint32, error)) { resolveEvent = f }(resolveEvent)
+	resolveEvent = func(*cuda.Event) (uintptr, int, uint32, error) {
+		return 0x1234, 0, uint32(cuda.EventDisableTiming), nil
+	}
 	full := GINConnectionFull
 	structs := map[string]struct {
 		base   any // what every field is set on top of, unless it sets the field itself
@@ -366,9 +387,16 @@ func TestStructFieldsEncoded(t *testing.T) {
 			c, _, err := v.(*Config).encode("test", ABIRelease)
 			return fmt.Sprintf("%+v", c), err
 		}},
-		// GIN resources need a GIN connection from 2.29.7.
+		"ncclCollConfig_t": {&CollConfig{}, func(v any) (string, error) {
+			var in capi.CollIn
+			ext, strs := make([]capi.ExtIn, capi.ExtMax), make([]byte, capi.CollStrMax)
+			n, m, err := v.(*CollConfig).encode("test", ABIRelease, 0, &in, ext, strs)
+			return fmt.Sprintf("%+v %+v %q", in, ext[:n], strs[:m]), err
+		}},
+		// GIN resources need a GIN connection from 2.29.7. The newest
+		// requirements layout is older than ABIRelease (devCommVersion).
 		"ncclDevCommRequirements_t": {&DevCommRequirements{GINConnectionType: &full}, func(v any) (string, error) {
-			b, _, err := v.(*DevCommRequirements).encode("test", ABIRelease)
+			b, _, err := v.(*DevCommRequirements).encode("test", devCommVersion(ABIRelease))
 			return fmt.Sprintf("% x", b), err
 		}},
 	}

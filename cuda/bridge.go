@@ -25,4 +25,5 @@ func init() {
 	}
 	cudabridge.EventRecord = (*Event).recordHandle
 	cudabridge.EventQuery = (*Event).query
+	cudabridge.EventResolve = (*Event).resolve
 }

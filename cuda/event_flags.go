@@ -38,7 +38,19 @@ func (d Device) NewEventFlags(flags EventFlag) (*Event, error) {
 	if err := check("NewEventFlags", "cuEventCreate", r); err != nil {
 		return nil, err
 	}
-	return &Event{h: h, dev: d}, nil
+	return &Event{h: h, dev: d, flags: flags}, nil
+}
+
+// resolve is what an NCCL call given e needs: its CUevent, device and
+// creation flags, or an error after Destroy (cudabridge.EventResolve).
+func (e *Event) resolve() (handle uintptr, dev int, flags uint32, err error) {
+	if e == nil {
+		return 0, 0, 0, &ArgError{Op: "Event", Arg: "event", Reason: "nil"}
+	}
+	if e.destroyed.Load() {
+		return 0, 0, 0, closedError("Event", "event destroyed")
+	}
+	return e.h, int(e.dev), uint32(e.flags), nil
 }
 
 // Device is the device the event belongs to.

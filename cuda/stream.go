@@ -124,6 +124,7 @@ func (s Stream) Destroy() error {
 type Event struct {
 	h         uintptr
 	dev       Device
+	flags     EventFlag // as created
 	destroyed atomic.Bool
 }
 

@@ -5,6 +5,7 @@ package capi
 /*
 #include <stdlib.h>
 #include "shim.h"
+#include "collconfig.h"
 */
 import "C"
 
@@ -39,12 +40,12 @@ func internCString(s string) *C.char {
 }
 
 // c builds the C struct NCCL reads during the call (it copies what it keeps).
-func (c *Config) c() *C.capi_config_v23007 {
+func (c *Config) c() *C.capi_config_v23102 {
 	if c == nil {
 		return nil
 	}
-	return &C.capi_config_v23007{
-		size:                C.size_t(C.sizeof_capi_config_v23007),
+	return &C.capi_config_v23102{
+		size:                C.size_t(C.sizeof_capi_config_v23102),
 		magic:               APIMagic,
 		version:             C.uint(c.Version),
 		blocking:            C.int(c.Blocking),
@@ -65,12 +66,33 @@ func (c *Config) c() *C.capi_config_v23007 {
 		numRmaCtx:           C.int(c.NumRmaCtx),
 		maxP2pPeers:         C.int(c.MaxP2pPeers),
 		graphStreamOrdering: C.int(c.GraphStreamOrdering),
+		launchOrderImplicit: C.int(c.LaunchOrderImplicit),
+		numRmaSig:           C.int(c.NumRmaSig),
+		rmaEagerInit:        C.int(c.RmaEagerInit),
+		hostCftMode:         C.int(c.HostCftMode),
 	}
 }
 
 // CommQueryProperties calls ncclCommQueryProperties declaring version, with
-// the layout of family: PropsV22902 (40 bytes) or PropsV22907 (56 bytes).
+// the layout of family: PropsV22902 (40 bytes), PropsV22907 (56 bytes) or
+// PropsV23100 (144 bytes).
 func CommQueryProperties(comm uintptr, version uint32, family int) (Props, Status) {
+	if family == PropsV23100 {
+		raw := C.capi_props_v23100{size: C.sizeof_capi_props_v23100, magic: APIMagic, version: C.uint(version)}
+		st := QueryProperties(comm, unsafe.Pointer(&raw))
+		p := Props{
+			Rank: int32(raw.rank), NRanks: int32(raw.nRanks), CUDADev: int32(raw.cudaDev), NVMLDev: int32(raw.nvmlDev),
+			DeviceAPISupport: raw.deviceApiSupport != 0, MultimemSupport: raw.multimemSupport != 0,
+			GINType: int32(raw.ginType), NLsaTeams: int32(raw.nLsaTeams), HostRMASupport: raw.hostRmaSupport != 0,
+			RailedGINType: int32(raw.railedGinType), CommHash: uint64(raw.commHash),
+			GINMinStride: int32(raw.ginMinStride), GINConnectionType: int32(raw.ginConnectionType),
+			DevCommRuntimeVersionSize: uint64(raw.devCommRuntimeVersionSize),
+		}
+		for i := range p.GINSupport {
+			p.GINSupport[i] = raw.ginSupport[i] != 0
+		}
+		return p, st
+	}
 	if family == PropsV22902 {
 		raw := C.capi_props_v22902{size: C.sizeof_capi_props_v22902, magic: APIMagic, version: C.uint(version)}
 		st := QueryProperties(comm, unsafe.Pointer(&raw))
@@ -88,15 +110,6 @@ func CommQueryProperties(comm uintptr, version uint32, family int) (Props, Statu
 		GINType: int32(raw.ginType), NLsaTeams: int32(raw.nLsaTeams), HostRMASupport: raw.hostRmaSupport != 0,
 		RailedGINType: int32(raw.railedGinType),
 	}, st
-}
-
-// DevCommRuntimeSize asks ncclCommQueryProperties, declaring version (2.31.0
-// or later) in the 144-byte layout, for devCommRuntimeVersionSize: the size
-// of the ncclDevComm_t in the loaded library's own layout.
-func DevCommRuntimeSize(comm uintptr, version uint32) (uint64, Status) {
-	raw := C.capi_props_v23100{size: C.sizeof_capi_props_v23100, magic: APIMagic, version: C.uint(version)}
-	st := QueryProperties(comm, unsafe.Pointer(&raw))
-	return uint64(raw.devCommRuntimeVersionSize), st
 }
 
 func b2u(b bool) C.uint8_t {
@@ -176,10 +189,12 @@ func TeamListOffset(family int) int {
 
 // Layouts returns the layout of every versioned struct of the shim.
 func Layouts() map[string]Layout {
-	var cfg C.capi_config_v23007
+	var cfg C.capi_config_v23102
 	var p1 C.capi_props_v22902
 	var p2 C.capi_props_v22907
 	var p3 C.capi_props_v23100
+	var cc C.capi_coll_config_v23203
+	var ext C.capi_config_ext
 	var sim C.capi_sim_info
 	var wsd C.capi_wait_signal_desc
 	var r1 C.capi_devcomm_reqs_v22803
@@ -190,7 +205,7 @@ func Layouts() map[string]Layout {
 	return map[string]Layout{
 		"ncclUniqueId":  {unsafe.Sizeof(uid), map[string]uintptr{"internal": unsafe.Offsetof(uid.internal)}},
 		"ncclDevComm_t": {unsafe.Sizeof(dc), map[string]uintptr{}},
-		"ncclConfig_t/v23007": {unsafe.Sizeof(cfg), map[string]uintptr{
+		"ncclConfig_t/v23102": {unsafe.Sizeof(cfg), map[string]uintptr{
 			"size": unsafe.Offsetof(cfg.size), "magic": unsafe.Offsetof(cfg.magic),
 			"version": unsafe.Offsetof(cfg.version), "blocking": unsafe.Offsetof(cfg.blocking),
 			"cgaClusterSize": unsafe.Offsetof(cfg.cgaClusterSize), "minCTAs": unsafe.Offsetof(cfg.minCTAs),
@@ -202,6 +217,30 @@ func Layouts() map[string]Layout {
 			"nvlinkCentricSched": unsafe.Offsetof(cfg.nvlinkCentricSched),
 			"graphUsageMode":     unsafe.Offsetof(cfg.graphUsageMode), "numRmaCtx": unsafe.Offsetof(cfg.numRmaCtx),
 			"maxP2pPeers": unsafe.Offsetof(cfg.maxP2pPeers), "graphStreamOrdering": unsafe.Offsetof(cfg.graphStreamOrdering),
+			"launchOrderImplicit": unsafe.Offsetof(cfg.launchOrderImplicit), "numRmaSig": unsafe.Offsetof(cfg.numRmaSig),
+			"rmaEagerInit": unsafe.Offsetof(cfg.rmaEagerInit), "hostCftMode": unsafe.Offsetof(cfg.hostCftMode),
+		}},
+		"ncclCommProperties_t/v23100": {unsafe.Sizeof(p3), map[string]uintptr{
+			"size": unsafe.Offsetof(p3.size), "magic": unsafe.Offsetof(p3.magic), "version": unsafe.Offsetof(p3.version),
+			"rank": unsafe.Offsetof(p3.rank), "nRanks": unsafe.Offsetof(p3.nRanks), "cudaDev": unsafe.Offsetof(p3.cudaDev),
+			"nvmlDev": unsafe.Offsetof(p3.nvmlDev), "deviceApiSupport": unsafe.Offsetof(p3.deviceApiSupport),
+			"multimemSupport": unsafe.Offsetof(p3.multimemSupport), "ginType": unsafe.Offsetof(p3.ginType),
+			"nLsaTeams": unsafe.Offsetof(p3.nLsaTeams), "hostRmaSupport": unsafe.Offsetof(p3.hostRmaSupport),
+			"railedGinType": unsafe.Offsetof(p3.railedGinType), "commHash": unsafe.Offsetof(p3.commHash),
+			"ginMinStride": unsafe.Offsetof(p3.ginMinStride), "ginConnectionType": unsafe.Offsetof(p3.ginConnectionType),
+			"ginSupport": unsafe.Offsetof(p3.ginSupport), "devCommRuntimeVersionSize": unsafe.Offsetof(p3.devCommRuntimeVersionSize),
+		}},
+		"ncclCollConfig_t/v23203": {unsafe.Sizeof(cc), map[string]uintptr{
+			"size": unsafe.Offsetof(cc.size), "magic": unsafe.Offsetof(cc.magic), "version": unsafe.Offsetof(cc.version),
+			"ext": unsafe.Offsetof(cc.ext), "minCTAs": unsafe.Offsetof(cc.minCTAs), "maxCTAs": unsafe.Offsetof(cc.maxCTAs),
+			"nvlsCTAs": unsafe.Offsetof(cc.nvlsCTAs), "cgaClusterSize": unsafe.Offsetof(cc.cgaClusterSize),
+			"algSelection": unsafe.Offsetof(cc.algSelection), "forceAlgSelection": unsafe.Offsetof(cc.forceAlgSelection),
+			"CTAPolicy": unsafe.Offsetof(cc.CTAPolicy), "userProfilerTag": unsafe.Offsetof(cc.userProfilerTag),
+			"launchCompletionEvent": unsafe.Offsetof(cc.launchCompletionEvent),
+		}},
+		"ncclConfigExt_t": {unsafe.Sizeof(ext), map[string]uintptr{
+			"next": unsafe.Offsetof(ext.next), "vendorId": unsafe.Offsetof(ext.vendorId),
+			"optionId": unsafe.Offsetof(ext.optionId), "val": unsafe.Offsetof(ext.val),
 		}},
 		"ncclCommProperties_t/v22902": {unsafe.Sizeof(p1), map[string]uintptr{
 			"size": unsafe.Offsetof(p1.size), "magic": unsafe.Offsetof(p1.magic), "version": unsafe.Offsetof(p1.version),
@@ -216,16 +255,6 @@ func Layouts() map[string]Layout {
 			"multimemSupport": unsafe.Offsetof(p2.multimemSupport), "ginType": unsafe.Offsetof(p2.ginType),
 			"nLsaTeams": unsafe.Offsetof(p2.nLsaTeams), "hostRmaSupport": unsafe.Offsetof(p2.hostRmaSupport),
 			"railedGinType": unsafe.Offsetof(p2.railedGinType),
-		}},
-		"ncclCommProperties_t/v23100": {unsafe.Sizeof(p3), map[string]uintptr{
-			"size": unsafe.Offsetof(p3.size), "magic": unsafe.Offsetof(p3.magic), "version": unsafe.Offsetof(p3.version),
-			"rank": unsafe.Offsetof(p3.rank), "nRanks": unsafe.Offsetof(p3.nRanks), "cudaDev": unsafe.Offsetof(p3.cudaDev),
-			"nvmlDev": unsafe.Offsetof(p3.nvmlDev), "deviceApiSupport": unsafe.Offsetof(p3.deviceApiSupport),
-			"multimemSupport": unsafe.Offsetof(p3.multimemSupport), "ginType": unsafe.Offsetof(p3.ginType),
-			"nLsaTeams": unsafe.Offsetof(p3.nLsaTeams), "hostRmaSupport": unsafe.Offsetof(p3.hostRmaSupport),
-			"railedGinType": unsafe.Offsetof(p3.railedGinType), "commHash": unsafe.Offsetof(p3.commHash),
-			"ginMinStride": unsafe.Offsetof(p3.ginMinStride), "ginConnectionType": unsafe.Offsetof(p3.ginConnectionType),
-			"ginSupport": unsafe.Offsetof(p3.ginSupport), "devCommRuntimeVersionSize": unsafe.Offsetof(p3.devCommRuntimeVersionSize),
 		}},
 		"ncclSimInfo_t": {unsafe.Sizeof(sim), map[string]uintptr{
 			"size": unsafe.Offsetof(sim.size), "magic": unsafe.Offsetof(sim.magic), "version": unsafe.Offsetof(sim.version),

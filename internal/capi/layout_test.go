@@ -27,13 +27,30 @@ var wantLayouts = map[string]layoutWant{
 	"ncclUniqueId": {128, map[string]uintptr{"internal": 0}},
 	// §3.8: 256 bytes cover every release's ncclDevComm_t (88 to 240).
 	"ncclDevComm_t": {256, map[string]uintptr{}},
-	// §3.2: ncclConfig_t as of 2.30.7.
-	"ncclConfig_t/v23007": {96, map[string]uintptr{
+	// §3.2: ncclConfig_t as of 2.30.7 (96 bytes), then 2.31.2's fields
+	// (/work/wt/abi231.md §4: 112 bytes).
+	"ncclConfig_t/v23102": {112, map[string]uintptr{
 		"size": 0, "magic": 8, "version": 12, "blocking": 16, "cgaClusterSize": 20, "minCTAs": 24, "maxCTAs": 28,
 		"netName": 32, "splitShare": 40, "trafficClass": 44, "commName": 48, "collnetEnable": 56, "CTAPolicy": 60,
 		"shrinkShare": 64, "nvlsCTAs": 68, "nChannelsPerNetPeer": 72, "nvlinkCentricSched": 76,
 		"graphUsageMode": 80, "numRmaCtx": 84, "maxP2pPeers": 88, "graphStreamOrdering": 92,
+		"launchOrderImplicit": 96, "numRmaSig": 100, "rmaEagerInit": 104, "hostCftMode": 108,
 	}},
+	// abi231.md §5: ncclCommProperties_t of 2.31.0a16 and 2.31.2.
+	"ncclCommProperties_t/v23100": {144, map[string]uintptr{
+		"size": 0, "magic": 8, "version": 12, "rank": 16, "nRanks": 20, "cudaDev": 24, "nvmlDev": 28,
+		"deviceApiSupport": 32, "multimemSupport": 33, "ginType": 36, "nLsaTeams": 40, "hostRmaSupport": 44,
+		"railedGinType": 48, "commHash": 56, "ginMinStride": 64, "ginConnectionType": 68, "ginSupport": 72,
+		"devCommRuntimeVersionSize": 136,
+	}},
+	// abi231.md §3: ncclCollConfig_t of 2.32.3 (40 bytes in 2.31.0a16, 64
+	// in 2.31.2), and ncclConfigExt_t.
+	"ncclCollConfig_t/v23203": {72, map[string]uintptr{
+		"size": 0, "magic": 8, "version": 12, "ext": 16, "minCTAs": 24, "maxCTAs": 28, "nvlsCTAs": 32,
+		"cgaClusterSize": 36, "algSelection": 40, "forceAlgSelection": 48, "CTAPolicy": 52, "userProfilerTag": 56,
+		"launchCompletionEvent": 64,
+	}},
+	"ncclConfigExt_t": {24, map[string]uintptr{"next": 0, "vendorId": 8, "optionId": 12, "val": 16}},
 	// §3.5: ncclCommProperties_t of 2.29.2-2.29.3 (1-byte ginType at 34).
 	"ncclCommProperties_t/v22902": {40, map[string]uintptr{
 		"size": 0, "magic": 8, "version": 12, "rank": 16, "nRanks": 20, "cudaDev": 24, "nvmlDev": 28,
@@ -52,14 +69,6 @@ var wantLayouts = map[string]layoutWant{
 	// §3.6: 2.28.3, no header.
 	"ncclDevCommRequirements_t/v22803": {24, map[string]uintptr{
 		"resourceRequirementsList": 0, "teamRequirementsList": 8, "lsaMultimem": 16, "lsaBarrierCount": 20,
-	}},
-	// 2.31.0a16 and 2.31.2 (STyGIANet/nccl core.h; nccl4py's bindings of
-	// 2.31.2): the 2.29.7 fields, then commHash 56 ... 144 bytes.
-	"ncclCommProperties_t/v23100": {144, map[string]uintptr{
-		"size": 0, "magic": 8, "version": 12, "rank": 16, "nRanks": 20, "cudaDev": 24, "nvmlDev": 28,
-		"deviceApiSupport": 32, "multimemSupport": 33, "ginType": 36, "nLsaTeams": 40, "hostRmaSupport": 44,
-		"railedGinType": 48, "commHash": 56, "ginMinStride": 64, "ginConnectionType": 68, "ginSupport": 72,
-		"devCommRuntimeVersionSize": 136,
 	}},
 	// §3.6: 2.28.7-2.28.9, no header.
 	"ncclDevCommRequirements_t/v22807": {56, map[string]uintptr{
@@ -235,7 +244,10 @@ func TestSymbolReleases(t *testing.T) {
 		"ncclGather": 22803, "ncclScatter": 22803, "ncclSend": 20703, "ncclRecv": 20703, "ncclPutSignal": 22902,
 		"ncclSignal": 22902, "ncclWaitSignal": 22902, "ncclGroupSimulateEnd": 22203, "ncclDevCommCreate": 22803,
 		"ncclDevCommDestroy": 22803, "ncclGetLsaDevicePointer": 22902, "ncclGetPeerDevicePointer": 22902,
-		"ncclSetEncryption": 23203,
+		"ncclSetEncryption":   23203,
+		"ncclAllReduceConfig": 23100, "ncclBroadcastConfig": 23100, "ncclReduceConfig": 23100,
+		"ncclAllGatherConfig": 23100, "ncclReduceScatterConfig": 23100, "ncclAlltoAllConfig": 23100,
+		"ncclGatherConfig": 23100, "ncclScatterConfig": 23100,
 	}
 	seen := map[string]bool{}
 	for _, s := range capi.NCCLSymbols() {

@@ -39,10 +39,13 @@ typedef struct {
 	char internal[128];
 } capi_unique_id;
 
-// ncclConfig_t as of NCCL 2.30.7: 96 bytes. Older libraries read a prefix
-// (they clamp size to their own sizeof) and reset fields newer than version.
-// blocking to splitShare are in every supported release; each later field
-// names its first (internal/versions has the same releases).
+// ncclConfig_t as of NCCL 2.31.2: 112 bytes (96 up to 2.30.7). Older
+// libraries read a prefix (they clamp size to their own sizeof) and reset
+// fields newer than version. blocking to splitShare are in every supported
+// release; each later field names its first (internal/versions has the same
+// releases). NCCL 2.32.3 appends nvlsHostMode at 112 (120 bytes): not
+// declared here, its values are not established (/work/wt/abi231.md §4), so
+// a 2.32.3 library keeps its default (it copies only size bytes).
 typedef struct {
 	size_t size;
 	unsigned int magic;
@@ -65,7 +68,11 @@ typedef struct {
 	int numRmaCtx;             // 2.29
 	int maxP2pPeers;           // 2.30.3
 	int graphStreamOrdering;   // 2.30.7 (honoured from config version 2.30.5)
-} capi_config_v23007;
+	int launchOrderImplicit;   // 2.31.0 (STyGIANet/nccl 2.31.0a16, reporting 23100)
+	int numRmaSig;             // 2.31.0
+	int rmaEagerInit;          // 2.31.0
+	int hostCftMode;           // 2.31.2 (nccl4py's bindings of 2.31.2)
+} capi_config_v23102;
 
 // ncclCommProperties_t as of NCCL 2.29.2 and 2.29.3: 40 bytes, a 1-byte ginType.
 typedef struct {
@@ -98,11 +105,10 @@ typedef struct {
 	int railedGinType;      // 2.29.7
 } capi_props_v22907;
 
-// ncclCommProperties_t as of NCCL 2.31.0a16 and 2.31.2: 144 bytes, for a
-// caller declaring 2.31.0 or later (STyGIANet/nccl 2.31.0a16
-// nccl_device/core.h; nccl4py's bindings of 2.31.2 list the same fields).
-// devcomm.go reads devCommRuntimeVersionSize from it: the size of the
-// ncclDevComm_t of the library's own layout.
+// ncclCommProperties_t as of NCCL 2.31.0a16 and 2.31.2 (STyGIANet/nccl
+// src/include/nccl_device/core.h; nccl4py's bindings of 2.31.2): 144 bytes,
+// the fields after railedGinType filled for callers declaring 2.31.0 or
+// later. 2.32.3 appends CFT fields whose layout is not established.
 typedef struct {
 	size_t size;
 	unsigned int magic;
@@ -114,14 +120,14 @@ typedef struct {
 	uint8_t deviceApiSupport;
 	uint8_t multimemSupport;
 	int ginType;
-	int nLsaTeams;
-	uint8_t hostRmaSupport;
-	int railedGinType;
-	uint64_t commHash;                 // 2.31.0
-	int ginMinStride;                  // 2.31.0
-	int ginConnectionType;             // 2.31.0
-	uint8_t ginSupport[64];            // 2.31.0, indexed by ncclGinType_t
-	size_t devCommRuntimeVersionSize;  // 2.31.0
+	int nLsaTeams;                    // 2.29.7
+	uint8_t hostRmaSupport;           // 2.29.7
+	int railedGinType;                // 2.29.7
+	uint64_t commHash;                // 2.31.0
+	int ginMinStride;                 // 2.31.0
+	int ginConnectionType;            // 2.31.0
+	uint8_t ginSupport[64];           // 2.31.0
+	size_t devCommRuntimeVersionSize; // 2.31.0
 } capi_props_v23100;
 
 // ncclSimInfo_t, 2.22.3 through 2.30.7: 24 bytes.
@@ -260,8 +266,8 @@ enum {
 	X(ncclCommUserRank, 20305, comm, 0, (uintptr_t comm, int *rank), ((void *)comm, rank)) \
 	X(ncclCommMemStats, 22907, comm, 0, (uintptr_t comm, int stat, uint64_t *value), ((void *)comm, stat, value)) \
 	X(ncclCommQueryProperties, 22902, comm, 0, (uintptr_t comm, void *props), ((void *)comm, props)) \
-	X(ncclCommSplit, 21801, comm, CAPI_F_QUEUES, (uintptr_t comm, int color, int key, uintptr_t *newcomm, capi_config_v23007 *config), ((void *)comm, color, key, (void **)newcomm, config)) \
-	X(ncclCommShrink, 22703, comm, CAPI_F_QUEUES, (uintptr_t comm, int *exclude, int nexclude, uintptr_t *newcomm, capi_config_v23007 *config, int flags), ((void *)comm, exclude, nexclude, (void **)newcomm, config, flags)) \
+	X(ncclCommSplit, 21801, comm, CAPI_F_QUEUES, (uintptr_t comm, int color, int key, uintptr_t *newcomm, capi_config_v23102 *config), ((void *)comm, color, key, (void **)newcomm, config)) \
+	X(ncclCommShrink, 22703, comm, CAPI_F_QUEUES, (uintptr_t comm, int *exclude, int nexclude, uintptr_t *newcomm, capi_config_v23102 *config, int flags), ((void *)comm, exclude, nexclude, (void **)newcomm, config, flags)) \
 	X(ncclCommGetUniqueId, 22902, comm, 0, (uintptr_t comm, capi_unique_id *id), ((void *)comm, id)) \
 	X(ncclMemFree, 21901, 0, 0, (uintptr_t ptr), ((void *)ptr)) \
 	X(ncclCommRegister, 21901, comm, 0, (uintptr_t comm, uintptr_t buff, size_t size, uintptr_t *handle), ((void *)comm, (void *)buff, size, (void **)handle)) \
@@ -306,6 +312,10 @@ enum {
 // ncclSetEncryption (2.32.3) has no trampoline: the layout of its
 // ncclEncryptionConfig_t is not established, so the binding only reports
 // whether the loaded library has it (encryption.go).
+// The per-collective config functions (nccl*Config: NCCL 2.31.0, as
+// STyGIANet/nccl 2.31.0a16 reports it; 2.31.2) take each collective's
+// parameters and a const ncclCollConfig_t*, which their one trampoline
+// (collconfig.c) lays out on its own stack for the call.
 // X(name, first release as MMmmpp)
 #define CAPI_NCCL_SPECIAL_FUNCS(X)                                        \
 	X(ncclGetErrorString, 20305)                                      \
@@ -334,6 +344,14 @@ enum {
 	X(ncclTeamRail, 22803)                                            \
 	X(ncclTeamRankToWorld, 22803)                                     \
 	X(ncclTeamRankToLsa, 22803)                                       \
+	X(ncclAllReduceConfig, 23100)                                     \
+	X(ncclBroadcastConfig, 23100)                                     \
+	X(ncclReduceConfig, 23100)                                        \
+	X(ncclAllGatherConfig, 23100)                                     \
+	X(ncclReduceScatterConfig, 23100)                                 \
+	X(ncclAlltoAllConfig, 23100)                                      \
+	X(ncclGatherConfig, 23100)                                        \
+	X(ncclScatterConfig, 23100)                                       \
 	X(ncclLLA2ACalcSlots, 22803)                                      \
 	X(ncclLsaBarrierCreateRequirement, 22803)                         \
 	X(ncclLLA2ACreateRequirement, 22803)                              \
@@ -511,11 +529,11 @@ char *capi_ncclGetLastError(void);
 // calling thread's current device: they make ctx current, call, and restore
 // the thread's previous context, all in one C call.
 capi_status capi_ncclCommInitRankConfig(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank,
-					capi_config_v23007 *config);
+					capi_config_v23102 *config);
 capi_status capi_ncclCommInitRankScalable(uintptr_t ctx, uintptr_t *comm, int nranks, int rank, int nids,
-					  capi_unique_id *ids, capi_config_v23007 *config);
+					  capi_unique_id *ids, capi_config_v23102 *config);
 capi_status capi_ncclCommGrow(uintptr_t ctx, uintptr_t comm, int nranks, const capi_unique_id *id, int rank,
-			      uintptr_t *newcomm, capi_config_v23007 *config);
+			      uintptr_t *newcomm, capi_config_v23102 *config);
 capi_status capi_ncclMemAlloc(uintptr_t ctx, uintptr_t *ptr, size_t size);
 
 // For the hand-written trampolines of other files (param.c, team.c):
@@ -527,6 +545,9 @@ capi_status capi_ncclMemAlloc(uintptr_t ctx, uintptr_t *ptr, size_t size);
 void *capi_nccl_fn(int i);
 int capi_nccl_missing(void);
 int capi_gate(uintptr_t comm);
+// capi_gate_queue is the gate of a call that queues work (a collective of
+// collconfig.c): capi_gate's check, plus the group rules of group.c.
+int capi_gate_queue(uintptr_t comm);
 
 // Benchmarks (the root package's BenchmarkAllReduceHostPath, capi's
 // BenchmarkTrampoline). capi_bench_allreduce_loop is the host loop written

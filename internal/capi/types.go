@@ -55,7 +55,7 @@ type WaitSignalDesc struct {
 	OpCnt, Peer, SigIdx, Ctx int32
 }
 
-// Config mirrors ncclConfig_t as of 2.30.7. Int fields hold UndefInt when
+// Config mirrors ncclConfig_t as of 2.31.2. Int fields hold UndefInt when
 // unset; empty strings are NULL.
 type Config struct {
 	Version             uint32
@@ -77,6 +77,10 @@ type Config struct {
 	NumRmaCtx           int32
 	MaxP2pPeers         int32
 	GraphStreamOrdering int32
+	LaunchOrderImplicit int32
+	NumRmaSig           int32
+	RmaEagerInit        int32
+	HostCftMode         int32
 }
 
 // NewConfig returns a config with every field unset, as NCCL's
@@ -87,7 +91,8 @@ func NewConfig(version uint32) Config {
 		Version: version, Blocking: u, CGAClusterSize: u, MinCTAs: u, MaxCTAs: u, SplitShare: u,
 		TrafficClass: u, CollnetEnable: u, CTAPolicy: u, ShrinkShare: u, NvlsCTAs: u,
 		NChannelsPerNetPeer: u, NvlinkCentricSched: u, GraphUsageMode: u, NumRmaCtx: u,
-		MaxP2pPeers: u, GraphStreamOrdering: u,
+		MaxP2pPeers: u, GraphStreamOrdering: u, LaunchOrderImplicit: u, NumRmaSig: u, RmaEagerInit: u,
+		HostCftMode: u,
 	}
 }
 
@@ -99,6 +104,12 @@ type Props struct {
 	NLsaTeams                         int32
 	HostRMASupport                    bool
 	RailedGINType                     int32
+	// 2.31 (PropsV23100).
+	CommHash                  uint64
+	GINMinStride              int32
+	GINConnectionType         int32
+	GINSupport                [64]bool
+	DevCommRuntimeVersionSize uint64
 }
 
 // DevCommReqs holds every field of ncclDevCommRequirements_t up to 2.31.2.
@@ -130,7 +141,8 @@ type DevCommReqs struct {
 // ncclCommProperties_t layout families.
 const (
 	PropsV22902 = iota // 2.29.2-2.29.3: 40 bytes, a 1-byte ginType
-	PropsV22907        // 2.29.7 onwards: 56 bytes
+	PropsV22907        // 2.29.7-2.30.7: 56 bytes
+	PropsV23100        // 2.31.0 onwards (declared): 144 bytes
 )
 
 // Requirement layout families.

@@ -641,16 +641,10 @@ func CuMemSetAccess(ctx, p uintptr, size uint64, dev int32) int32 {
 }
 
 // CommQueryProperties calls ncclCommQueryProperties declaring version, with
-// the layout of family: PropsV22902 (40 bytes) or PropsV22907 (56 bytes).
+// the layout of family: PropsV22902 (40 bytes), PropsV22907 (56 bytes) or
+// PropsV23100 (144 bytes).
 func CommQueryProperties(comm uintptr, version uint32, family int) (Props, Status) {
 	return *new(Props), Status{Code: NotLoaded, Detail: noCgo}
-}
-
-// DevCommRuntimeSize asks ncclCommQueryProperties, declaring version (2.31.0
-// or later) in the 144-byte layout, for devCommRuntimeVersionSize: the size
-// of the ncclDevComm_t in the loaded library's own layout.
-func DevCommRuntimeSize(comm uintptr, version uint32) (uint64, Status) {
-	return *new(uint64), Status{Code: NotLoaded, Detail: noCgo}
 }
 
 // EncodeDevCommReqs lays r out in the given family. For the versioned family

@@ -77,6 +77,14 @@ const (
 	SymTeamRail                               // ncclTeamRail, NCCL 2.28.3
 	SymTeamRankToWorld                        // ncclTeamRankToWorld, NCCL 2.28.3
 	SymTeamRankToLsa                          // ncclTeamRankToLsa, NCCL 2.28.3
+	SymAllReduceConfig                        // ncclAllReduceConfig, NCCL 2.31.0
+	SymBroadcastConfig                        // ncclBroadcastConfig, NCCL 2.31.0
+	SymReduceConfig                           // ncclReduceConfig, NCCL 2.31.0
+	SymAllGatherConfig                        // ncclAllGatherConfig, NCCL 2.31.0
+	SymReduceScatterConfig                    // ncclReduceScatterConfig, NCCL 2.31.0
+	SymAlltoAllConfig                         // ncclAlltoAllConfig, NCCL 2.31.0
+	SymGatherConfig                           // ncclGatherConfig, NCCL 2.31.0
+	SymScatterConfig                          // ncclScatterConfig, NCCL 2.31.0
 	SymLLA2ACalcSlots                         // ncclLLA2ACalcSlots, NCCL 2.28.3
 	SymLsaBarrierCreateRequirement            // ncclLsaBarrierCreateRequirement, NCCL 2.28.3
 	SymLLA2ACreateRequirement                 // ncclLLA2ACreateRequirement, NCCL 2.28.3
@@ -85,7 +93,7 @@ const (
 )
 
 // NumSyms is the number of functions in the shim's list.
-const NumSyms = 77
+const NumSyms = 85
 
 // SymName is each function's C name.
 var SymName = [NumSyms]string{
@@ -161,6 +169,14 @@ var SymName = [NumSyms]string{
 	SymTeamRail:                    "ncclTeamRail",
 	SymTeamRankToWorld:             "ncclTeamRankToWorld",
 	SymTeamRankToLsa:               "ncclTeamRankToLsa",
+	SymAllReduceConfig:             "ncclAllReduceConfig",
+	SymBroadcastConfig:             "ncclBroadcastConfig",
+	SymReduceConfig:                "ncclReduceConfig",
+	SymAllGatherConfig:             "ncclAllGatherConfig",
+	SymReduceScatterConfig:         "ncclReduceScatterConfig",
+	SymAlltoAllConfig:              "ncclAlltoAllConfig",
+	SymGatherConfig:                "ncclGatherConfig",
+	SymScatterConfig:               "ncclScatterConfig",
 	SymLLA2ACalcSlots:              "ncclLLA2ACalcSlots",
 	SymLsaBarrierCreateRequirement: "ncclLsaBarrierCreateRequirement",
 	SymLLA2ACreateRequirement:      "ncclLLA2ACreateRequirement",
@@ -242,6 +258,14 @@ var SymSince = [NumSyms]int{
 	SymTeamRail:                    22803,
 	SymTeamRankToWorld:             22803,
 	SymTeamRankToLsa:               22803,
+	SymAllReduceConfig:             23100,
+	SymBroadcastConfig:             23100,
+	SymReduceConfig:                23100,
+	SymAllGatherConfig:             23100,
+	SymReduceScatterConfig:         23100,
+	SymAlltoAllConfig:              23100,
+	SymGatherConfig:                23100,
+	SymScatterConfig:               23100,
 	SymLLA2ACalcSlots:              22803,
 	SymLsaBarrierCreateRequirement: 22803,
 	SymLLA2ACreateRequirement:      22803,

@@ -67,6 +67,12 @@ var (
 	// the event cannot be queried, such as CUDA_ERROR_CAPTURED_EVENT),
 	// allocating nothing, for pollers.
 	EventQuery any
+
+	// EventResolve holds func(e *cuda.Event) (handle uintptr, dev int,
+	// flags uint32, err error): the CUevent, device and creation flags
+	// (cuda.EventFlag) of e, or an error wrapping cuda.ErrClosed after
+	// Destroy (nccl.CollConfig's launch completion event).
+	EventResolve any
 )
 
 // Memory is the state of one block of device memory, shared by every

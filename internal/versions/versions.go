@@ -51,6 +51,10 @@ const (
 	ConfigNumRMACtx
 	ConfigMaxP2PPeers
 	ConfigGraphStreamOrdering
+	ConfigLaunchOrderImplicit
+	ConfigNumRMASig
+	ConfigRMAEagerInit
+	ConfigHostCFTMode
 
 	// ncclDevCommRequirements_t fields newer than ncclDevCommCreate (the
 	// first layout's lsaMultimem and lsaBarrierCount need no row).
@@ -79,6 +83,20 @@ const (
 	PropsNumLSATeams
 	PropsHostRMASupport
 	PropsRailedGINType
+	PropsCommHash
+	PropsGINMinStride
+	PropsGINConnectionType
+	PropsGINSupport
+	PropsDevCommRuntimeVersionSize
+
+	// ncclCollConfig_t fields newer than the nccl*Config functions (the
+	// first layout's ext, minCTAs, maxCTAs, nvlsCTAs and cgaClusterSize
+	// need no row).
+	CollAlgSelection
+	CollForceAlgSelection
+	CollCTAPolicy
+	CollUserProfilerTag
+	CollLaunchCompletionEvent
 
 	// Flag values and data types.
 	CTAPolicyZero             // NCCL_CTA_POLICY_ZERO
@@ -86,6 +104,7 @@ const (
 	WindowStrictOrdering      // NCCL_WIN_STRICT_ORDERING
 	Float8E4M3                // ncclFloat8e4m3
 	Float8E5M2                // ncclFloat8e5m2
+	GINTypeEFAGDA             // NCCL_GIN_TYPE_EFA_GDA
 	GINConnectionCustomStride // NCCL_GIN_CONNECTION_CUSTOM_STRIDE
 
 	// Behaviours of the library.
@@ -124,6 +143,16 @@ var Table = [NumFeatures]Row{
 	ConfigNumRMACtx:           {"ncclConfig_t.numRmaCtx", 22902, "NumRMACtx"},
 	ConfigMaxP2PPeers:         {"ncclConfig_t.maxP2pPeers", 23003, "MaxP2PPeers"},
 	ConfigGraphStreamOrdering: {"ncclConfig_t.graphStreamOrdering", 23007, "GraphStreamOrdering"},
+	// 2.31 (/work/wt/abi231.md §4): honoured from config version 2.31.0
+	// (STyGIANet/nccl 2.31.0a16 src/init.cc, which reports 23100), laid out
+	// as nccl4py's bindings of 2.31.2 declare. hostCftMode is in 2.31.2's
+	// struct only; whatever config version NCCL honours it from, it is at
+	// most 2.31.2's own (NCCL_CONFIG_INITIALIZER stamps it), and the binding
+	// declares min(loaded, ABIRelease).
+	ConfigLaunchOrderImplicit: {"ncclConfig_t.launchOrderImplicit", 23100, "LaunchOrderImplicit"},
+	ConfigNumRMASig:           {"ncclConfig_t.numRmaSig", 23100, "NumRMASig"},
+	ConfigRMAEagerInit:        {"ncclConfig_t.rmaEagerInit", 23100, "RMAEagerInit"},
+	ConfigHostCFTMode:         {"ncclConfig_t.hostCftMode", 23102, "HostCFTMode"},
 
 	ReqsBarrierCount:             {"ncclDevCommRequirements_t.barrierCount", 22807, "BarrierCount"},
 	ReqsRailGINBarrierCount:      {"ncclDevCommRequirements_t.railGinBarrierCount", 22807, "RailGINBarrierCount"},
@@ -153,12 +182,27 @@ var Table = [NumFeatures]Row{
 	PropsNumLSATeams:    {"ncclCommProperties_t.nLsaTeams", 22907, "NumLSATeams"},
 	PropsHostRMASupport: {"ncclCommProperties_t.hostRmaSupport", 22907, "HostRMASupport"},
 	PropsRailedGINType:  {"ncclCommProperties_t.railedGinType", 22907, "RailedGINType"},
+	// 2.31: filled for callers declaring 2.31.0 or later (abi231.md §5).
+	PropsCommHash:                  {"ncclCommProperties_t.commHash", 23100, "CommHash"},
+	PropsGINMinStride:              {"ncclCommProperties_t.ginMinStride", 23100, "GINMinStride"},
+	PropsGINConnectionType:         {"ncclCommProperties_t.ginConnectionType", 23100, "GINConnectionType"},
+	PropsGINSupport:                {"ncclCommProperties_t.ginSupport", 23100, "GINSupport"},
+	PropsDevCommRuntimeVersionSize: {"ncclCommProperties_t.devCommRuntimeVersionSize", 23100, "DevCommRuntimeVersionSize"},
+
+	// ncclCollConfig_t (abi231.md §3): 2.31.0a16 has the first 40 bytes;
+	// nccl4py's bindings of 2.31.2 add these four, NCCL 2.32.3 the event.
+	CollAlgSelection:          {"ncclCollConfig_t.algSelection", 23102, "AlgSelection"},
+	CollForceAlgSelection:     {"ncclCollConfig_t.forceAlgSelection", 23102, "ForceAlgSelection"},
+	CollCTAPolicy:             {"ncclCollConfig_t.CTAPolicy", 23102, "CTAPolicy"},
+	CollUserProfilerTag:       {"ncclCollConfig_t.userProfilerTag", 23102, "UserProfilerTag"},
+	CollLaunchCompletionEvent: {"ncclCollConfig_t.launchCompletionEvent", 23203, "LaunchCompletionEvent"},
 
 	CTAPolicyZero:             {Name: "NCCL_CTA_POLICY_ZERO", Since: 22803},
 	CTAPolicyCombined:         {Name: "combined CTA policies", Since: 22902},
 	WindowStrictOrdering:      {Name: "NCCL_WIN_STRICT_ORDERING", Since: 22907},
 	Float8E4M3:                {Name: "ncclFloat8e4m3", Since: 22403},
 	Float8E5M2:                {Name: "ncclFloat8e5m2", Since: 22403},
+	GINTypeEFAGDA:             {Name: "NCCL_GIN_TYPE_EFA_GDA", Since: 23100},
 	GINConnectionCustomStride: {Name: "NCCL_GIN_CONNECTION_CUSTOM_STRIDE", Since: 23100},
 
 	MaxChannels64:              {Name: "64 channels (MAXCHANNELS)", Since: 22501},
@@ -248,6 +292,7 @@ type PropsLayout struct {
 var PropsLayouts = [...]PropsLayout{
 	{From: 22902, Family: capi.PropsV22902, Size: 40},
 	{From: 22907, Family: capi.PropsV22907, Size: 56},
+	{From: 23100, Family: capi.PropsV23100, Size: 144},
 }
 
 // DevCommCompat is the declared version whose ncclDevComm_t the binding
@@ -258,13 +303,27 @@ var PropsLayouts = [...]PropsLayout{
 // (src/devcomm/devcomm_v23000.cc).
 const DevCommCompat = 23007
 
-// PropsThrough is the newest version the binding declares in
-// ncclCommProperties_t: the last row of [PropsLayouts] is the layout of the
-// declared versions from its From through PropsThrough. A 2.31 library
-// writes 144 bytes for a caller declaring 2.31.0 or later, a layout this
-// table does not hold yet, so the binding declares at most 2.30.7 there
-// (2.31.0a16's dev_runtime.cc keeps a [2.30.0, 2.30.7] compat entry).
-const PropsThrough = 23007
+// CollConfigLayout is how the releases from From on lay out
+// ncclCollConfig_t.
+type CollConfigLayout struct {
+	From int
+	Size int // bytes of the struct
+}
+
+// CollConfigLayouts are the layouts of ncclCollConfig_t, oldest first
+// (abi231.md §3): a release uses the last whose From it has reached, and
+// the binding declares that From with exactly that size, so NCCL (which
+// copies config->size bytes, unclamped, for a version not newer than its
+// own) never reads past its own struct.
+var CollConfigLayouts = [...]CollConfigLayout{
+	{From: 23100, Size: 40}, // 2.31.0a16 (STyGIANet/nccl)
+	{From: 23102, Size: 64}, // 2.31.2 (nccl4py's bindings)
+	{From: 23203, Size: 72}, // 2.32.3 (NCCL's documentation and release notes)
+}
+
+// CollConfigLayoutFor is the layout of release r; ok is false before the
+// first (no nccl*Config functions).
+func CollConfigLayoutFor(r int) (CollConfigLayout, bool) { return layoutFor(CollConfigLayouts[:], r) }
 
 // PropsLayoutFor is the layout of declared version v; ok is false before
 // the first (no ncclCommQueryProperties).
@@ -280,5 +339,6 @@ func layoutFor[L interface{ from() int }](rows []L, r int) (l L, ok bool) {
 	return l, ok
 }
 
-func (l DevCommLayout) from() int { return l.From }
-func (l PropsLayout) from() int   { return l.From }
+func (l DevCommLayout) from() int    { return l.From }
+func (l PropsLayout) from() int      { return l.From }
+func (l CollConfigLayout) from() int { return l.From }

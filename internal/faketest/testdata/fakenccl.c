@@ -3369,6 +3369,71 @@ static size_t collconfig_size(int v) {
 	return 40;
 }
 
+// coll_config_log writes, to FAKE_NCCL_LOG, what the library read of a
+// valid config: "collconfig <fn> size=S version=V minCTAs=... alg=<s|NULL>
+// force=F cta=P tag=T event=E ext=[vendor:option:int:str,...]", as NCCL
+// copies it (config->size bytes for a version not newer than its own, else
+// its own size) over NCCL_COLLCONFIG_INITIALIZER; fields past the library's
+// layout print as "-". Each ext entry prints vendor:option:value (the 8
+// bytes of the union, in hex) and, for a negative option (a convention of
+// the tests: the fake cannot tell the union's member), :string.
+static void coll_config_log(const void *cfg, const char *fn) {
+	if (knob.log_fd < 0) {
+		return;
+	}
+	unsigned char c[72];
+	int32_t undef = INT32_MIN;
+	memset(c, 0, sizeof c);
+	for (int off = 24; off < 40; off += 4) memcpy(c + off, &undef, 4);
+	int32_t one = 1;
+	memcpy(c + 48, &one, 4);
+	memcpy(c + 52, &undef, 4);
+	size_t size, lib = collconfig_size(version());
+	memcpy(&size, cfg, sizeof size);
+	size_t n = (int)get_u32(cfg, 12) <= version() ? size : lib;
+	memcpy(c, cfg, n < sizeof c ? n : sizeof c);
+	char line[4096];
+	int k = snprintf(line, sizeof line, "collconfig %s size=%zu version=%u minCTAs=%d maxCTAs=%d nvlsCTAs=%d cga=%d", fn,
+			 size, get_u32(c, 12), get_i32(c, 24), get_i32(c, 28), get_i32(c, 32), get_i32(c, 36));
+	if (lib >= 64) {
+		const char *alg;
+		uint64_t tag;
+		memcpy(&alg, c + 40, sizeof alg);
+		memcpy(&tag, c + 56, 8);
+		k += snprintf(line + k, sizeof line - (size_t)k, " alg=%s force=%d cta=%d tag=%llu", alg ? alg : "NULL",
+			      get_i32(c, 48), get_i32(c, 52), (unsigned long long)tag);
+	} else {
+		k += snprintf(line + k, sizeof line - (size_t)k, " alg=- force=- cta=- tag=-");
+	}
+	if (lib >= 72) {
+		uintptr_t ev;
+		memcpy(&ev, c + 64, sizeof ev);
+		k += snprintf(line + k, sizeof line - (size_t)k, " event=%#lx", (unsigned long)ev);
+	} else {
+		k += snprintf(line + k, sizeof line - (size_t)k, " event=-");
+	}
+	k += snprintf(line + k, sizeof line - (size_t)k, " ext=[");
+	const unsigned char *e;
+	memcpy(&e, c + 16, sizeof e);
+	for (int i = 0; e && i < 64 && k < (int)sizeof line - 256; i++) {
+		const unsigned char *next;
+		memcpy(&next, e, sizeof next);
+		uint64_t val;
+		memcpy(&val, e + 16, 8);
+		k += snprintf(line + k, sizeof line - (size_t)k, "%s%d:%d:%#llx", i ? "," : "", get_i32(e, 8),
+			      get_i32(e, 12), (unsigned long long)val);
+		if (get_i32(e, 12) < 0 && val) { // the tests' convention: a negative option holds a string
+			k += snprintf(line + k, sizeof line - (size_t)k, ":%.200s", (const char *)(uintptr_t)val);
+		}
+		e = next;
+	}
+	k += snprintf(line + k, sizeof line - (size_t)k, "]\n");
+	if (k > (int)sizeof line - 1) k = (int)sizeof line - 1;
+	if (write(knob.log_fd, line, (size_t)k) < 0) {
+		// best effort, as trace
+	}
+}
+
 static int coll_config(const void *cfg, const char *fn) {
 	if (!cfg) {
 		return ncclSuccess;
@@ -3388,6 +3453,7 @@ static int coll_config(const void *cfg, const char *fn) {
 			    "library's %zu-byte copy (real NCCL corrupts its stack here)", size, get_u32(cfg, 12),
 			    collconfig_size(version()));
 	}
+	coll_config_log(cfg, fn);
 	return ncclSuccess;
 }
 
