@@ -82,8 +82,10 @@ type DevCommRequirements struct {
 	// UseRuntimeVersion makes NCCL write the ncclDevComm_t in the loaded
 	// library's own layout (for kernels compiled against the loaded
 	// release's headers, as package devapi does), whose size NCCL reports
-	// ([DevComm.Size]). On a library newer than the binding's newest
-	// layout (2.31.2) it is what lets the 2.31 fields through. NCCL 2.31.0.
+	// ([DevComm.Size]). Where the binding cannot read that size (a library
+	// newer than 2.31.2, whose ncclCommProperties_t layout is not
+	// established), CreateDevComm refuses it with an
+	// [*UnknownLayoutError]. NCCL 2.31.0.
 	UseRuntimeVersion *bool
 	// CFTCaps asks for CUDA fabric (CFT) logical endpoints ([CFTUnicast],
 	// [CFTMultimem]; Blackwell with CUDA 13.3). NCCL 2.31.2.
@@ -145,7 +147,8 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 		if f := q.set231(); f != "" {
 			return nil, l, argErr(op, "DevCommRequirements."+f, "NCCL %s is newer than the binding's newest "+
 				"requirements layout (%s), and the size of the ncclDevComm_t it writes for that layout is not "+
-				"established: set UseRuntimeVersion (NCCL then writes its own layout and reports its size)", r, ABIRelease)
+				"established, so the binding declares %s there, which has no %s (UseRuntimeVersion would need "+
+				"the library to report its own size)", r, l.declared, Release(versions.DevCommCompat), f)
 		}
 		c, _ := versions.DevCommLayoutFor(versions.DevCommCompat)
 		l = devCommLayout{DevCommLayout: c, declared: versions.DevCommCompat}
@@ -311,8 +314,8 @@ var devCommKind = asyncKind{
 // goroutine that closes it before the call returns makes it fail with
 // [ErrClosed]. NCCL 2.28.3 (the requirements layout changed in 2.28.7,
 // 2.29.2 and 2.31.0; the binding declares the loaded release's, at most
-// 2.31.2: a newer library gets 2.30.7's, unless UseRuntimeVersion asks for
-// its own).
+// 2.31.2: a newer library gets 2.30.7's, the newest whose ncclDevComm_t
+// size the binding knows).
 func (c *Communicator) CreateDevComm(reqs *DevCommRequirements) (*DevComm, error) {
 	return c.createDevComm(context.Background(), started, reqs)
 }

@@ -128,7 +128,8 @@ func TestDevCommRequirementsEncoding(t *testing.T) {
 // cftBarrierCount 112), with NCCL's initializer defaults (ginCustomStride
 // 1, NCCL_GIN_TYPE_NONE, false, NCCL_CFT_NONE, 0), and the size of the
 // ncclDevComm_t left to the library (0 in the layout). A library newer
-// than 2.31.2 gets the 2.30.7 declaration, unless UseRuntimeVersion.
+// than 2.31.2 gets the 2.30.7 declaration (UseRuntimeVersion keeps the
+// 2.31.2 one, for CreateDevComm to size from the properties or refuse).
 func TestDevCommRequirementsEncoding231(t *testing.T) {
 	if b, _, _ := (*DevCommRequirements)(nil).encode("test", 22803); len(b) == 0 {
 		t.Skip("the C shim lays out the requirements: needs cgo on Linux")
@@ -182,7 +183,7 @@ func TestDevCommRequirementsEncoding231(t *testing.T) {
 	}
 	_, _, err = (&DevCommRequirements{GINType: Ptr(GINProxy)}).encode("test", 23203)
 	var ae *ArgError
-	if !errors.As(err, &ae) || ae.Arg != "DevCommRequirements.GINType" || !strings.Contains(err.Error(), "UseRuntimeVersion") {
+	if !errors.As(err, &ae) || ae.Arg != "DevCommRequirements.GINType" || !strings.Contains(err.Error(), "requirements layout (2.31.2)") || !strings.Contains(err.Error(), "declares 2.30.7 there, which has no GINType") {
 		t.Errorf("2.32.3, GINType without UseRuntimeVersion: %v", err)
 	}
 	b, l, err = (&DevCommRequirements{GINType: Ptr(GINProxy), UseRuntimeVersion: Ptr(true)}).encode("test", 23203)
