@@ -525,7 +525,11 @@ func TestGPUCycles(t *testing.T) {
 		}
 		return s
 	}
-	compare := func(what string, before, after snap) {
+	// compare checks after against before; mid, taken halfway, tells a
+	// leak (memory lost in both halves, growing with the cycles) from
+	// another process's allocation (GPU memory is the device's: eight test
+	// processes beside this one once took 486 MiB in one half).
+	compare := func(what string, before, mid, after snap) {
 		t.Helper()
 		for i := 0; i < 200 && after.goroutines > before.goroutines; i++ { // goroutines that are ending
 			time.Sleep(5 * time.Millisecond)
@@ -533,8 +537,11 @@ func TestGPUCycles(t *testing.T) {
 		}
 		t.Logf("%s: free GPU memory %d -> %d MiB, goroutines %d -> %d, fds %d -> %d, live comms in the recorder %d -> %d",
 			what, before.free>>20, after.free>>20, before.goroutines, after.goroutines, before.fds, after.fds, before.comms, after.comms)
-		if after.free+memSlack < before.free {
-			t.Errorf("%s: %d MiB of GPU memory not given back", what, (before.free-after.free)>>20)
+		if after.free+memSlack < before.free && mid.free+memSlack/2 < before.free && after.free+memSlack/2 < mid.free {
+			t.Errorf("%s: %d MiB of GPU memory not given back (%d MiB in the first half, %d in the second)", what,
+				(before.free-after.free)>>20, (before.free-mid.free)>>20, (mid.free-after.free)>>20)
+		} else if after.free+memSlack < before.free {
+			t.Logf("%s: %d MiB less free GPU memory, all of it in one half: another process's (no leak grows in both)", what, (before.free-after.free)>>20)
 		}
 		if after.goroutines > before.goroutines {
 			t.Errorf("%s: %d goroutines more", what, after.goroutines-before.goroutines)
@@ -572,16 +579,20 @@ func TestGPUCycles(t *testing.T) {
 		initDestroy()
 	}
 	before := take()
+	mid := before
 	start := time.Now()
 	n := 0
 	for ; n < cycles && time.Now().Before(budget); n++ {
+		if n == cycles/2 || time.Until(budget) < 22*time.Second && mid == before {
+			mid = take()
+		}
 		initDestroy()
 	}
 	t.Logf("%d init/destroy cycles in %v (%v each)", n, time.Since(start), time.Since(start)/time.Duration(max(n, 1)))
 	if n < cycles {
 		t.Logf("stopped after %d of %d cycles: the 45 s budget ran out", n, cycles)
 	}
-	compare("init/destroy", before, take())
+	compare("init/destroy", before, mid, take())
 	if watchdog.Running() {
 		t.Error("the watchdog's poller still runs")
 	}
@@ -600,9 +611,13 @@ func TestGPUCycles(t *testing.T) {
 		rb.Close()
 	}
 	before = take()
+	mid = before
 	start = time.Now()
 	n = 0
 	for ; n < cycles && time.Now().Before(budget.Add(10*time.Second)); n++ {
+		if n == cycles/2 {
+			mid = take()
+		}
 		rb, err := c.RegisterBuffer(buf)
 		if err != nil {
 			t.Fatalf("RegisterBuffer %d: %v", n, err)
@@ -612,7 +627,7 @@ func TestGPUCycles(t *testing.T) {
 		}
 	}
 	t.Logf("%d register/deregister cycles in %v", n, time.Since(start))
-	compare("register/deregister", before, take())
+	compare("register/deregister", before, mid, take())
 }
 
 // syncWithin waits for the stream's work, failing the test if it is not
