@@ -235,7 +235,11 @@ func deviceContext(op, arg string, dev int) (uintptr, error) {
 // loaded NCCL lets ranks share a GPU (2.30.3 and later, with
 // NCCL_MULTI_RANK_GPU_ENABLE=1); ranks sharing a GPU must then run their
 // operations on distinct streams, or their kernels wait for each other
-// forever. Destroy each communicator when done.
+// forever. Destroy the communicators together with [DestroyAll] when done:
+// a loop of [Communicator.Destroy] from one goroutine can deadlock on
+// releases whose finalize waits for the other ranks (seen on NCCL 2.31.0a16
+// with two ranks of one process on one GPU), since the first Destroy waits
+// for ranks that only a later one finalizes.
 // Collective over the ranks it creates, all in this process. NCCL 2.14.3
 // (built on ncclCommInitRankConfig in a group, as ncclCommInitAll is, so
 // that it takes a config and a context can bound it).

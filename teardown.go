@@ -15,15 +15,19 @@ import (
 // Finalize flushes the communicator's outstanding operations and tears down
 // its connections (ncclCommFinalize), leaving Destroy with only local work.
 // Collective. A no-op on a null communicator. NCCL 2.14.3.
-func (c *Communicator) Finalize() error { return c.finalize(context.Background(), started) }
+func (c *Communicator) Finalize() error { return c.finalize(context.Background(), started, false) }
 
 // FinalizeContext is Finalize (ncclCommFinalize, collective, NCCL 2.14.3)
 // that completes before returning: for a non-blocking communicator, when ctx
 // ends first the communicator is aborted.
-func (c *Communicator) FinalizeContext(ctx context.Context) error { return c.finalize(ctx, completed) }
+func (c *Communicator) FinalizeContext(ctx context.Context) error {
+	return c.finalize(ctx, completed, false)
+}
 
-// finalize is ncclCommFinalize, finished as m says.
-func (c *Communicator) finalize(ctx context.Context, m mode) error {
+// finalize is ncclCommFinalize, finished as m says. With grouped, the
+// caller (DestroyAll) has opened the group this finalize joins: only
+// another thread's hold on c is refused.
+func (c *Communicator) finalize(ctx context.Context, m mode, grouped bool) error {
 	if err := c.awaitPending(ctx, "Finalize"); err != nil {
 		return err
 	}
@@ -33,7 +37,11 @@ func (c *Communicator) finalize(ctx context.Context, m mode) error {
 	if c.Handle() == 0 {
 		return c.move("Finalize", evFinalize) // null: nothing to do
 	}
-	if err := c.notInGroup("Finalize", c.Handle()); err != nil {
+	if grouped {
+		if err := heldElsewhere("Finalize", c.Handle()); err != nil {
+			return err
+		}
+	} else if err := c.notInGroup("Finalize", c.Handle()); err != nil {
 		return err
 	}
 	return c.call(ctx, m, "Finalize", "ncclCommFinalize", takeLive, &trace.Event{Op: trace.Finalize}, func(ptr uintptr) (capi.Status, error) {
@@ -101,7 +109,7 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 	}
 	var err error
 	if !c.skipsFinalize() {
-		err = c.finalize(ctx, completed)
+		err = c.finalize(ctx, completed, false)
 		var refused *groupRefusal
 		if errors.As(err, &refused) {
 			// Refused before NCCL (another goroutine's group took the
@@ -233,6 +241,12 @@ func (c *Communicator) notInGroup(op string, ptr uintptr) error {
 	if capi.GroupDepth() > 0 {
 		return &groupRefusal{fmt.Sprintf("nccl: %s: inside a group: NCCL would defer it to the group's end; call it after the group", op)}
 	}
+	return heldElsewhere(op, ptr)
+}
+
+// heldElsewhere refuses to finalize or free the NCCL communicator ptr while
+// another thread's group holds operations of it.
+func heldElsewhere(op string, ptr uintptr) error {
 	if ptr != 0 && capi.GroupHeld(ptr) > 0 {
 		return &groupRefusal{fmt.Sprintf("nccl: %s: the communicator has operations in a group another goroutine has not ended: end that group first", op)}
 	}
@@ -324,4 +338,103 @@ func (c *Communicator) releasedLocked(op string) error {
 		return fmt.Errorf("nccl: %s: communicator released by another goroutine meanwhile: %w", op, ErrClosed)
 	}
 	return fmt.Errorf("nccl: %s: communicator already %s (by another goroutine meanwhile): %w", op, c.state, ErrClosed)
+}
+
+// DestroyAll is [Communicator.Destroy] for several communicators driven
+// from one goroutine, such as the ranks [InitAll] returns: it finalizes
+// every live communicator first, the blocking ones inside one group
+// (ncclGroupStart, ncclCommFinalize of each, ncclGroupEnd, which NCCL
+// documents as the way to manage several ranks from one thread), the
+// non-blocking ones one after the other without waiting, and then destroys
+// each (ncclCommDestroy). A loop of Destroy from one goroutine can deadlock
+// where NCCL's finalize waits for the communicator's other ranks: the first
+// Destroy waits for ranks that only a later one finalizes (seen on NCCL
+// 2.31.0a16 with two ranks of one process on one GPU; 2.30.7's finalize did
+// not wait). Nil, null, already destroyed or aborted entries, and entries
+// repeated, are skipped without error. Errors are joined, each naming the
+// communicator's index in comms. Collective like Destroy; call it outside
+// any group (inside one it returns an error wrapping [ErrInvalidUsage] and
+// destroys nothing). NCCL 2.14.3 (ncclCommFinalize).
+func DestroyAll(comms ...*Communicator) error {
+	return DestroyAllContext(context.Background(), comms...)
+}
+
+// DestroyAllContext is [DestroyAll] bounded by ctx as
+// [Communicator.DestroyContext] is: a non-blocking communicator whose peers
+// do not finalize before ctx ends is aborted instead. The group that
+// finalizes the blocking communicators waits inside NCCL, where no context
+// reaches. NCCL 2.14.3.
+func DestroyAllContext(ctx context.Context, comms ...*Communicator) error {
+	const op = "DestroyAll"
+	if capi.GroupDepth() > 0 {
+		return &groupRefusal{"nccl: DestroyAll: inside a group: NCCL would defer the finalizes to the group's end; call it after the group"}
+	}
+	errs := make([]error, len(comms))
+	skip := make([]bool, len(comms))
+	seen := make(map[*Communicator]bool, len(comms))
+	var group []int // the blocking communicators to finalize in one group
+	for i, c := range comms {
+		if c == nil || seen[c] || c.releasedBefore() {
+			skip[i] = true
+			continue
+		}
+		seen[c] = true
+		if err := c.awaitPending(ctx, op); err != nil {
+			errs[i] = err
+			continue
+		}
+		ptr := c.Handle()
+		if ptr == 0 || c.skipsFinalize() || c.notInGroup(op, ptr) != nil {
+			continue // Destroy alone does (or refuses) the rest
+		}
+		// As Destroy: let an operation in flight end, close the resources.
+		if err := c.wait(ctx, op); err != nil && c.Handle() == 0 {
+			errs[i] = err // ctx ended: aborted
+			continue
+		}
+		if err := c.closeResources(); err != nil {
+			errs[i] = err
+		}
+		if c.Blocking() {
+			group = append(group, i)
+		} else if err := c.finalize(ctx, started, false); err != nil {
+			errs[i] = errors.Join(errs[i], err) // Destroy waits for it
+		}
+	}
+	var groupErr error
+	if len(group) > 0 {
+		groupErr = Group(func() error {
+			for _, i := range group {
+				if err := comms[i].finalize(ctx, started, true); err != nil {
+					errs[i] = errors.Join(errs[i], err)
+				}
+			}
+			return nil
+		})
+	}
+	for i, c := range comms {
+		if skip[i] {
+			continue
+		}
+		if err := c.DestroyContext(ctx); err != nil {
+			errs[i] = errors.Join(errs[i], err)
+		}
+	}
+	all := []error{}
+	if groupErr != nil {
+		all = append(all, fmt.Errorf("nccl: %s: finalizing %d blocking communicator(s) in one group: %w", op, len(group), groupErr))
+	}
+	for i, err := range errs {
+		if err != nil {
+			all = append(all, fmt.Errorf("nccl: %s: communicator %d: %w", op, i, err))
+		}
+	}
+	return errors.Join(all...)
+}
+
+// releasedBefore reports whether c was destroyed or aborted already.
+func (c *Communicator) releasedBefore() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ptr == 0 && (c.state == stateDestroyed || c.state == stateAborted)
 }

@@ -67,6 +67,22 @@
 //   FAKE_NCCL_LOG          path: append the name of every call, one a line
 //   FAKE_NCCL_INIT_DELAY_MS n: the init family sleeps n ms first (a blocking
 //                          init that waits for its peers)
+//   FAKE_NCCL_FINALIZE_WAITS_PEERS 1: a blocking ncclCommFinalize of a rank
+//                          whose communicator has other live ranks in this
+//                          process (made by one ncclCommInitAll, or by
+//                          ncclCommInitRank* with one unique id) waits until
+//                          each of them has called ncclCommFinalize, as
+//                          2.31.0a16 was measured to (two ranks of one
+//                          process on one GPU: finalizing them one after the
+//                          other from one thread hung); the ranks finalized
+//                          inside one group count together at its end. 0:
+//                          it never waits (2.30.7 and earlier, measured).
+//                          Default: on when the reported version is 2.31.0
+//                          or later. Split and Shrink children are not
+//                          modelled (they never wait)
+//   FAKE_NCCL_FINALIZE_WAIT_MS n: how long that wait lasts before the fake
+//                          gives up and fails with ncclInvalidUsage, saying
+//                          that real NCCL would have hung (default 10000)
 // and NCCL's own NCCL_COMM_BLOCKING, NCCL_ENABLE_VERSION_CHECK,
 // NCCL_MULTI_RANK_GPU_ENABLE, NCCL_LOCAL_REGISTER, NCCL_WIN_ENABLE,
 // NCCL_CUMEM_ENABLE and NCCL_COMM_ID.
@@ -140,6 +156,8 @@ static struct {
 	char async_fail[1024];
 	int init_delay_ms;
 	int async_early;
+	int finalize_waits;   // FAKE_NCCL_FINALIZE_WAITS_PEERS
+	int finalize_wait_ms; // FAKE_NCCL_FINALIZE_WAIT_MS
 } knob;
 
 struct fail_rule {
@@ -170,6 +188,8 @@ static void read_knobs(void) {
 	knob.polls = env_int("FAKE_NCCL_POLLS", 0);
 	knob.init_delay_ms = env_int("FAKE_NCCL_INIT_DELAY_MS", 0);
 	knob.async_early = env_int("FAKE_NCCL_ASYNC_EARLY", 0);
+	knob.finalize_waits = env_int("FAKE_NCCL_FINALIZE_WAITS_PEERS", knob.version >= 23100);
+	knob.finalize_wait_ms = env_int("FAKE_NCCL_FINALIZE_WAIT_MS", 10000);
 	copy_env(knob.hang, sizeof knob.hang, "FAKE_NCCL_HANG");
 	knob.hang_all = strcmp(knob.hang, "1") == 0;
 	knob.coll_polls = env_int("FAKE_NCCL_COLL_POLLS", -1);
@@ -567,6 +587,11 @@ struct comm {
 	int late; // polls left before the actions of a job that failed early run
 	int dead; // destroyed or aborted
 	int finalized, revoked, suspended, shares_memory;
+	// The ranks of one communicator made in this process share a clique
+	// (0: none known); fin_arrived: this rank's ncclCommFinalize took
+	// effect (at the call, or at the end of the group it was issued in).
+	uint64_t clique;
+	int fin_arrived;
 	struct redop *ops;
 	int nops;
 	struct reg *regs;
@@ -779,6 +804,48 @@ static int ensure_ready(struct comm *c, const char *fn) {
 	return ncclSuccess;
 }
 
+// finalize_peers_missing counts the live ranks of c's clique, other than
+// c, whose ncclCommFinalize has not taken effect (mu held).
+static int finalize_peers_missing(struct comm *c) {
+	int n = 0;
+	for (struct comm *o = comms; o && c->clique; o = o->next) {
+		if (o != c && o->clique == c->clique && !o->dead && !o->fin_arrived) {
+			n++;
+		}
+	}
+	return n;
+}
+
+// finalize_wait is the wait of a blocking ncclCommFinalize for the other
+// ranks of its communicator in this process (FAKE_NCCL_FINALIZE_WAITS_PEERS),
+// mu released between polls. Real NCCL waits without end; the fake gives up
+// after FAKE_NCCL_FINALIZE_WAIT_MS and says it would have hung.
+static int finalize_wait(struct comm *c, const char *fn) {
+	if (!knob.finalize_waits || !c->config.blocking || !c->clique) {
+		return ncclSuccess;
+	}
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pthread_mutex_lock(&mu);
+		int missing = finalize_peers_missing(c);
+		pthread_mutex_unlock(&mu);
+		if (missing == 0) {
+			return ncclSuccess;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= knob.finalize_wait_ms) {
+			return fail(ncclInvalidUsage, fn,
+				    "rank %d waited %ld ms for %d other rank(s) of its communicator in this process to call "
+				    "ncclCommFinalize; real NCCL (2.31+) would have hung here: finalize the ranks one thread "
+				    "drives inside one group",
+				    c->rank, ms, missing);
+		}
+		usleep(1000);
+	}
+}
+
 // ---------------------------------------------------------------------------
 // Groups, per thread as in NCCL. Operations issued inside a group take
 // effect at the outermost ncclGroupEnd.
@@ -929,6 +996,11 @@ static int group_finish(const char *fn, int simulate) {
 	}
 	int inprogress = 0;
 	pthread_mutex_lock(&mu);
+	for (struct entry *e = group_entries; e && r == ncclSuccess && !simulate; e = e->next) {
+		if (strcmp(e->fn, "ncclCommFinalize") == 0 && !e->comm->dead) {
+			e->comm->fin_arrived = 1; // the finalizes of one group count together
+		}
+	}
 	for (struct entry *e = group_entries; e; e = e->next) {
 		struct comm *c = e->comm;
 		if (c->dead) {
@@ -962,6 +1034,11 @@ static int group_finish(const char *fn, int simulate) {
 		inprogress |= async;
 	}
 	pthread_mutex_unlock(&mu);
+	for (struct entry *e = group_entries; e && r == ncclSuccess && !simulate; e = e->next) {
+		if (strcmp(e->fn, "ncclCommFinalize") == 0 && !e->comm->dead) {
+			r = finalize_wait(e->comm, e->fn);
+		}
+	}
 	for (struct entry *e = group_entries; e;) {
 		struct entry *next = e->next;
 		free(e);
@@ -1235,6 +1312,16 @@ EXPORT const char *ncclGetLastError(void *comm) {
 // ---------------------------------------------------------------------------
 // Communicator creation.
 
+// clique_of names the clique of the ranks made with unique id id (FNV-1a;
+// the top bit clear, unlike ncclCommInitAll's cliques).
+static uint64_t clique_of(const ncclUniqueId *id) {
+	uint64_t h = 14695981039346656037ull;
+	for (int i = 0; i < 128; i++) {
+		h = (h ^ (unsigned char)id->internal[i]) * 1099511628211ull;
+	}
+	return (h >> 1) | 1;
+}
+
 // init_rank is ncclCommInitRankDev: one rank of a new communicator, on the
 // calling thread's device.
 static int init_rank(const char *fn, void **newcomm, int nranks, int nid, const ncclUniqueId *ids, int rank,
@@ -1269,6 +1356,9 @@ static int init_rank(const char *fn, void **newcomm, int nranks, int nid, const 
 	if (!c) {
 		*newcomm = NULL;
 		return fail(ncclSystemError, fn, "out of memory");
+	}
+	if (nranks > 1) {
+		c->clique = clique_of(&ids[0]);
 	}
 	*newcomm = c; // before the communicator is ready, as NCCL does
 	if ((r = group_join(c, fn)) != ncclSuccess) {
@@ -1332,11 +1422,14 @@ EXPORT int ncclCommInitAll(void **comms_out, int ndev, const int *devlist) {
 		return r;
 	}
 	int result = async_fail(fn);
+	static uint64_t cliques; // ncclCommInitAll's cliques: the top bit set
+	uint64_t clique = ndev > 1 ? (__atomic_add_fetch(&cliques, 1, __ATOMIC_RELAXED) | (1ull << 63)) : 0;
 	for (int i = 0; i < ndev; i++) {
 		struct comm *c = new_comm(ndev, i, devlist ? devlist[i] : i, &cfg);
 		if (!c) {
 			return fail(ncclSystemError, fn, "out of memory");
 		}
+		c->clique = clique;
 		c->state = result;
 		comms_out[i] = c;
 	}
@@ -1569,6 +1662,14 @@ EXPORT int ncclCommFinalize(void *comm) {
 	c->finalized = 1;
 	if ((r = group_join(c, fn)) != ncclSuccess) {
 		return r;
+	}
+	if (group_depth == 0) {
+		pthread_mutex_lock(&mu);
+		c->fin_arrived = 1;
+		pthread_mutex_unlock(&mu);
+		if ((r = finalize_wait(c, fn)) != ncclSuccess) {
+			return r;
+		}
 	}
 	return group_error_check(submit(c, fn, 1, knob.polls, async_fail(fn), NULL));
 }
