@@ -247,11 +247,7 @@ func BenchmarkAllReduceTwoRanks(b *testing.B) {
 	if err != nil {
 		b.Fatalf("InitAll: %v", err)
 	}
-	defer func() {
-		for _, c := range comms {
-			c.Destroy()
-		}
-	}()
+	defer nccl.DestroyAll(comms...)
 	bufs := make([]nccl.Buffer, 2)
 	for i := range bufs {
 		m, err := cuda.AllocFrom(cuda.Device(i), []float32{1})

@@ -208,10 +208,8 @@ func TestGPUInitAll(t *testing.T) {
 			t.Errorf("comm %d: nranks %d rank %d device %v (%v; %v; %v; async %v)", i, nr, r, d, err1, err2, err3, c.AsyncError())
 		}
 	}
-	for _, c := range comms {
-		if err := c.Destroy(); err != nil {
-			t.Errorf("Destroy: %v", err)
-		}
+	if err := nccl.DestroyAll(comms...); err != nil {
+		t.Errorf("DestroyAll: %v", err)
 	}
 	r, _ := nccl.Version()
 	_, err = nccl.InitAll([]int{0, 0})
@@ -241,10 +239,8 @@ func TestGPUTwoRanksOneProcess(t *testing.T) {
 			t.Errorf("comm %d: %v: %v; %v; %v", i, c, err1, err2, err3)
 		}
 	}
-	for _, c := range comms {
-		if err := c.Destroy(); err != nil {
-			t.Errorf("Destroy: %v", err)
-		}
+	if err := nccl.DestroyAll(comms...); err != nil {
+		t.Errorf("DestroyAll: %v", err)
 	}
 }
 

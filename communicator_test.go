@@ -301,10 +301,8 @@ func TestCommInitAll(t *testing.T) {
 				t.Errorf("communicator %d: rank %d/%d on %s, %v", i, r, n, d, err)
 			}
 		}
-		for _, c := range comms {
-			if err := c.Destroy(); err != nil {
-				t.Errorf("Destroy: %v", err)
-			}
+		if err := nccl.DestroyAll(comms...); err != nil {
+			t.Errorf("DestroyAll: %v", err)
 		}
 		// One device listed: one rank.
 		comms, err = nccl.InitAll([]int{1})

@@ -56,11 +56,7 @@ func ExampleGroup() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() {
-		for _, c := range comms {
-			c.Destroy()
-		}
-	}()
+	defer nccl.DestroyAll(comms...)
 
 	bufs := make([]cuda.Slice[float64], len(comms))
 	for i := range comms {
@@ -144,11 +140,7 @@ func ExampleCommunicator_Send() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() {
-		for _, c := range comms {
-			c.Destroy()
-		}
-	}()
+	defer nccl.DestroyAll(comms...)
 	n := len(comms)
 	send := make([]cuda.Slice[int32], n)
 	recv := make([]cuda.Slice[int32], n)
@@ -195,11 +187,7 @@ func ExampleGroupSimulate() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() {
-		for _, c := range comms {
-			c.Destroy()
-		}
-	}()
+	defer nccl.DestroyAll(comms...)
 	bufs := make([]cuda.Slice[float32], len(comms))
 	for i := range comms {
 		if bufs[i], err = cuda.Alloc[float32](cuda.Device(i), 1<<20); err != nil {

@@ -63,11 +63,7 @@ func ExampleInitAll() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() {
-		for _, c := range comms {
-			c.Destroy()
-		}
-	}()
+	defer nccl.DestroyAll(comms...) // together: see DestroyAll
 	for _, c := range comms {
 		rank, err := c.Rank()
 		if err != nil {

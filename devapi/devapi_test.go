@@ -245,11 +245,7 @@ func TestCapabilityGates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer func() {
-				for _, c := range comms {
-					c.Destroy()
-				}
-			}()
+			defer nccl.DestroyAll(comms...)
 			if err := devapi.RequireLSA(comms[0]); err != nil {
 				t.Errorf("RequireLSA on %d rank(s) of NCCL %d (cannot tell; creating the DevComm decides): %v", len(devs), r, err)
 			}

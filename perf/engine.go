@@ -52,16 +52,16 @@ type HostChannel interface {
 	AllGather(ctx context.Context, value []byte) ([][]byte, error)
 }
 
-// Close destroys the communicators [LocalWorld] created; it does nothing for
-// a [World] built by hand.
+// Close destroys the communicators [LocalWorld] created, together
+// ([nccl.DestroyAll]: one by one from one goroutine they can deadlock where
+// NCCL's finalize waits for the other ranks); it does nothing for a [World]
+// built by hand.
 func (w *World) Close() error {
 	if w == nil || !w.owned {
 		return nil
 	}
 	var errs []error
-	for _, c := range w.Comms {
-		errs = append(errs, c.Destroy())
-	}
+	errs = append(errs, nccl.DestroyAll(w.Comms...))
 	if w.session != nil {
 		errs = append(errs, w.session.Close())
 	}

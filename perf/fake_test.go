@@ -121,3 +121,21 @@ func TestFakeCommConfigPerRelease(t *testing.T) {
 		})
 	}
 }
+
+// Close destroys a world of several local ranks together: one by one from
+// one goroutine, the first Destroy would wait for ranks only a later one
+// finalizes, as NCCL 2.31.0a16's finalize does (the fake reports that hang).
+func TestFakeCloseLocalRanksTogether(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_FINALIZE_WAITS_PEERS=1", "FAKE_NCCL_FINALIZE_WAIT_MS=200"}}, func(t *testing.T) {
+		w, err := perf.LocalWorld(context.Background(), []int{0, 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if n := faketest.LiveComms(t); n != 0 {
+			t.Errorf("%d communicator(s) of the fake alive after Close; want 0", n)
+		}
+	})
+}

@@ -31,13 +31,7 @@ func communicators(t *testing.T, ctx context.Context, n int, opts Options) ([]*n
 		}()
 	}
 	wg.Wait()
-	t.Cleanup(func() {
-		for _, c := range comms {
-			if c != nil {
-				c.Destroy()
-			}
-		}
-	})
+	t.Cleanup(func() { nccl.DestroyAll(comms...) })
 	return comms, errs
 }
 

@@ -70,9 +70,11 @@ func main() {
 	if err != nil {
 		log.Fatalf("InitAll(%v): %v", devs, err)
 	}
+	// Destroy the ranks together: a Destroy per rank from one goroutine
+	// can deadlock where finalize waits for the other ranks.
+	defer nccl.DestroyAll(comms...)
 	rs := make([]*rank, *nranks)
 	for i, c := range comms {
-		defer c.Destroy()
 		rs[i] = &rank{c: c}
 	}
 	// Every step is collective: each rank's goroutine makes its part.

@@ -34,10 +34,10 @@ func main() {
 		log.Fatal(err)
 	}
 	defer func() {
-		for _, c := range comms {
-			if err := c.Destroy(); err != nil {
-				log.Print(err)
-			}
+		// Together: a Destroy per rank from one goroutine can deadlock
+		// where finalize waits for the other ranks.
+		if err := nccl.DestroyAll(comms...); err != nil {
+			log.Print(err)
 		}
 	}()
 
