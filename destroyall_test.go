@@ -1,9 +1,11 @@
 package nccl_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/internal/capi"
@@ -224,4 +226,46 @@ func maxKey(m map[uint64]int) uint64 {
 		k = max(k, g)
 	}
 	return k
+}
+
+// DestroyAllContext bounds the wait for non-blocking communicators whose
+// finalize never completes: when ctx ends they are aborted, and the error
+// says why.
+func TestDestroyAllContextAbortsNonBlocking(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_HANG=ncclCommFinalize"}}, func(t *testing.T) {
+		id := newFakeID(t)
+		nb := make([]*nccl.Communicator, 2)
+		for r := range nb {
+			c, err := nccl.InitContext(t.Context(), 2, r, id, &nccl.Config{Blocking: nccl.Ptr(false), Device: nccl.Ptr(r)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nb[r] = c
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		err := nccl.DestroyAllContext(ctx, nb...)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "communicator 0:") ||
+			!strings.Contains(err.Error(), "communicator 1:") {
+			t.Fatalf("DestroyAllContext: %v; want the deadline, for communicators 0 and 1", err)
+		}
+		for i, c := range nb {
+			if c.IsValid() {
+				t.Errorf("communicator %d still valid", i)
+			}
+		}
+		if n := faketest.LiveComms(t); n != 0 {
+			t.Errorf("%d communicator(s) of the fake alive; want 0 (aborted)", n)
+		}
+		// Both finalizes were issued before the first wait ended in an abort.
+		finalizes := 0
+		for _, l := range faketest.LogLines(t) {
+			if l == "ncclCommFinalize" {
+				finalizes++
+			}
+			if l == "ncclCommAbort" && finalizes != 2 {
+				t.Fatalf("ncclCommAbort after %d ncclCommFinalize call(s); want both finalizes issued first", finalizes)
+			}
+		}
+	})
 }

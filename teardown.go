@@ -343,10 +343,12 @@ func (c *Communicator) releasedLocked(op string) error {
 // DestroyAll is [Communicator.Destroy] for several communicators driven
 // from one goroutine, such as the ranks [InitAll] returns: it finalizes
 // every live communicator first, the blocking ones inside one group
-// (ncclGroupStart, ncclCommFinalize of each, ncclGroupEnd, which NCCL
-// documents as the way to manage several ranks from one thread), the
-// non-blocking ones one after the other without waiting, and then destroys
-// each (ncclCommDestroy). A loop of Destroy from one goroutine can deadlock
+// (ncclGroupStart, ncclCommFinalize of each, ncclGroupEnd: the group
+// semantics NCCL asks of one thread that manages several ranks; inside a
+// group ncclCommFinalize only queues its job, and the group's end runs the
+// jobs together, src/init.cc and src/group.cc), the non-blocking ones one
+// after the other without waiting, and then destroys each
+// (ncclCommDestroy). A loop of Destroy from one goroutine can deadlock
 // where NCCL's finalize waits for the communicator's other ranks: the first
 // Destroy waits for ranks that only a later one finalizes (seen on NCCL
 // 2.31.0a16 with two ranks of one process on one GPU; 2.30.7's finalize did
