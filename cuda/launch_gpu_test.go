@@ -115,3 +115,10 @@ func TestGPULaunchCUBIN(t *testing.T) {
 		})
 	}
 }
+
+// TestGPULaunchWithoutCurrentContext: the rule the fake models, on the
+// real driver (first seen as BenchmarkLaunch's probe: CUresult 0).
+func TestGPULaunchWithoutCurrentContext(t *testing.T) {
+	requireGPU(t)
+	checkLaunchWithoutContext(t)
+}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/cudabridge"
 	"github.com/nccl4go/nccl/internal/faketest"
 )
 
@@ -375,4 +377,35 @@ func TestLaunchAllocations(t *testing.T) {
 			t.Errorf("Launch: %v allocations per launch, want 0", allocs)
 		}
 	})
+}
+
+// checkLaunchWithoutContext: with no context current on the thread, the
+// driver launches a function in its module's context (measured on an H200,
+// driver 580: CUresult 0; the fake models it), so a launch does not depend
+// on what another library left current.
+func checkLaunchWithoutContext(t *testing.T) {
+	dev := cuda.Device(0)
+	_, f := loadKernel(t, dev, saxpyPTX, "noop")
+	s, err := dev.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	ctx, err := cudabridge.PrimaryContext(int(dev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf [32]byte
+	offs := [4]uint16{0, 8, 16, 24}
+	cfg := capi.LaunchConfig{Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}
+	if r := capi.BenchLaunchLoop(ctx, f.Handle(), s.Handle(), &cfg, &buf[0], &offs[0], 4, 2, 2); r != 0 {
+		t.Errorf("launch with no current context: CUresult %d, want 0", r)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Errorf("Synchronize after it: %v", err)
+	}
+}
+
+func TestLaunchWithoutCurrentContext(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, checkLaunchWithoutContext)
 }
