@@ -91,8 +91,8 @@ func LSABarrierResource(team Team, nBarriers int) (*DevResource, error) {
 		return nil, err
 	}
 	switch {
-	case team.NRanks < 1 || team.Rank < 0 || team.Rank >= team.NRanks || team.Stride < 1:
-		return nil, argErr(op, "team", "%+v: not a team (NRanks at least 1, Rank in [0, NRanks), Stride at least 1)", team)
+	case !team.valid():
+		return nil, argErr(op, "team", "%+v: not a team (NRanks and Stride in [1, 2^31), Rank in [0, NRanks))", team)
 	case nBarriers < 1:
 		return nil, argErr(op, "nBarriers", "%d: at least 1", nBarriers)
 	case uint64(nBarriers)*uint64(3+team.NRanks) > 1<<31-1:
@@ -215,6 +215,9 @@ func (q *DevCommRequirements) linkRequirements(op string) (resHead, teamHead uin
 	rs := make([]*served, len(q.Resources))
 	for i, r := range q.Resources {
 		if r != nil {
+			if r.mem.Addr() == 0 {
+				return 0, 0, nil, argErr(op, fmt.Sprintf("DevCommRequirements.Resources[%d]", i), "a DevResource not made by LSABarrierResource or LLA2AResource")
+			}
 			rs[i] = &r.served
 		}
 	}
@@ -225,6 +228,10 @@ func (q *DevCommRequirements) linkRequirements(op string) (resHead, teamHead uin
 	ts := make([]*served, len(q.Teams))
 	for i, t := range q.Teams {
 		if t != nil {
+			if t.mem.Addr() == 0 {
+				releaseRes()
+				return 0, 0, nil, argErr(op, fmt.Sprintf("DevCommRequirements.Teams[%d]", i), "a TeamResource not made by NewTeamResource")
+			}
 			ts[i] = &t.served
 		}
 	}
@@ -279,8 +286,8 @@ type TeamResource struct {
 // [Properties.MultimemSupport]). It calls no NCCL function; the device
 // communicator it is passed to needs NCCL 2.28.3.
 func NewTeamResource(team Team, multimem bool) (*TeamResource, error) {
-	if team.NRanks < 1 || team.Rank < 0 || team.Rank >= team.NRanks || team.Stride < 1 {
-		return nil, argErr("NewTeamResource", "team", "%+v: not a team (NRanks at least 1, Rank in [0, NRanks), Stride at least 1)", team)
+	if !team.valid() {
+		return nil, argErr("NewTeamResource", "team", "%+v: not a team (NRanks and Stride in [1, 2^31), Rank in [0, NRanks))", team)
 	}
 	t := &TeamResource{served: served{kind: "team"}, team: team, multimem: multimem,
 		mem: capi.NewTeamResource(capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}, multimem)}

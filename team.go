@@ -123,10 +123,18 @@ func (c *Communicator) teamRankTo(op, fn string, s capi.Sym, toLSA bool, t Team,
 	return out, nil
 }
 
+// valid reports whether t can be a team: NRanks and Stride at least 1,
+// Rank in [0, NRanks), and every field within NCCL's int (a larger one
+// would be truncated on its way to C).
+func (t Team) valid() bool {
+	return t.NRanks >= 1 && t.NRanks <= maxInt32 && t.Stride >= 1 && t.Stride <= maxInt32 &&
+		t.Rank >= 0 && t.Rank < t.NRanks
+}
+
 // checkTeam refuses what NCCL would compute garbage from.
 func checkTeam(op string, t Team, rank int) error {
 	switch {
-	case t.NRanks <= 0 || t.Stride <= 0 || t.Rank < 0 || t.Rank >= t.NRanks:
+	case !t.valid():
 		return argErr(op, "team", "%v is not a team (get one from TeamWorld, TeamLSA or TeamRail)", t)
 	case rank < 0 || rank >= t.NRanks:
 		return argErr(op, "rank", "%d: outside the team's %d members", rank, t.NRanks)
