@@ -42,3 +42,30 @@ func TestHostileTeamPastInt32(t *testing.T) {
 		wantArg(t, "TeamRankToWorld", err, "team")
 	})
 }
+
+// A Config string with a NUL byte is refused: C would read only the part
+// before it, silently naming another network or communicator.
+func TestHostileConfigStringWithNUL(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23102}, func(t *testing.T) {
+		id, err := nccl.NewUniqueID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			cfg *nccl.Config
+			arg string
+		}{
+			{&nccl.Config{NetName: "Socket\x00IB"}, "Config.NetName"},
+			{&nccl.Config{CommName: "job\x00other"}, "Config.CommName"},
+		} {
+			c, err := nccl.Init(1, 0, id, tc.cfg)
+			if err == nil {
+				c.Destroy()
+			}
+			wantArg(t, tc.arg, err, tc.arg)
+		}
+		if n := faketest.Calls(t, "ncclCommInitRankConfig"); n != 0 {
+			t.Errorf("NCCL called %d times for refused configs", n)
+		}
+	})
+}
