@@ -299,19 +299,25 @@ func NewTeamResource(team Team, multimem bool) (*TeamResource, error) {
 // device address), once the device communicator is made. A team made
 // without multimem is an error wrapping [ErrInvalidUsage].
 func (t *TeamResource) MultimemHandle() (uintptr, error) {
-	const op = "TeamResource.MultimemHandle"
+	p, _, err := t.multimemHandle("TeamResource.MultimemHandle")
+	return p, err
+}
+
+// multimemHandle is MultimemHandle, with the communicator whose device
+// communicator the team serves.
+func (t *TeamResource) multimemHandle(op string) (uintptr, *Communicator, error) {
 	if t == nil {
-		return 0, argErr(op, "team", "nil")
+		return 0, nil, argErr(op, "team", "nil")
 	}
 	if !t.multimem {
-		return 0, fmt.Errorf("nccl: %s: the team requirement was made without multimem: %w", op, ErrInvalidUsage)
+		return 0, nil, fmt.Errorf("nccl: %s: the team requirement was made without multimem: %w", op, ErrInvalidUsage)
 	}
 	d, err := t.lockServed(op, "Teams")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer d.c.mu.Unlock()
-	return t.mem.MultimemBase(), nil
+	return t.mem.MultimemBase(), d.c, nil
 }
 
 // PutKernelArg writes the ncclMultimemHandle_t (8 bytes) as a kernel

@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -66,6 +67,60 @@ func TestHostileConfigStringWithNUL(t *testing.T) {
 		}
 		if n := faketest.Calls(t, "ncclCommInitRankConfig"); n != 0 {
 			t.Errorf("NCCL called %d times for refused configs", n)
+		}
+	})
+}
+
+// A team's multimem handle belongs to the device communicator of one
+// communicator: a window of another communicator cannot turn it into an
+// address (NCCL would add the window's offset to a foreign multicast
+// base).
+func TestHostileMultimemPointerForeignWindow(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_MULTIMEM=1"}}, func(t *testing.T) {
+		a := fakeComm(t, 2, 0, nil)
+		b := fakeComm(t, 2, 0, nil)
+		world, err := a.TeamWorld()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mm, err := nccl.NewTeamResource(world, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := a.CreateDevComm(&nccl.DevCommRequirements{Teams: []*nccl.TeamResource{mm}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		buf := mustMemAlloc[float32](t, 0, 1024)
+		w, err := b.RegisterWindow(nccl.BufferOf(buf), nccl.WindowCollSymmetric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		calls := faketest.Calls(t, "ncclGetMultimemDevicePointer")
+		_, err = w.MultimemPointerFor(mm, 0)
+		wantArg(t, "a window of another communicator", err, "team")
+		if n := faketest.Calls(t, "ncclGetMultimemDevicePointer"); n != calls {
+			t.Errorf("NCCL called %d times", n-calls)
+		}
+	})
+}
+
+// A nil *Window answers MultimemPointerFor with an error, not a panic.
+func TestHostileMultimemPointerNilWindow(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_MULTIMEM=1"}}, func(t *testing.T) {
+		a := fakeComm(t, 2, 0, nil)
+		world, _ := a.TeamWorld()
+		mm, _ := nccl.NewTeamResource(world, true)
+		d, err := a.CreateDevComm(&nccl.DevCommRequirements{Teams: []*nccl.TeamResource{mm}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		var w *nccl.Window
+		if _, err := w.MultimemPointerFor(mm, 0); !errors.Is(err, nccl.ErrClosed) {
+			t.Errorf("nil window: %v, want ErrClosed", err)
 		}
 	})
 }

@@ -389,7 +389,7 @@ func (w *Window) MultimemPointerFor(team *TeamResource, offsetBytes uint64) (uin
 	if _, err := require(capi.SymGetMultimemDevicePointer); err != nil {
 		return 0, err
 	}
-	base, err := team.MultimemHandle()
+	base, owner, err := team.multimemHandle(op)
 	if err != nil {
 		return 0, err
 	}
@@ -398,6 +398,9 @@ func (w *Window) MultimemPointerFor(team *TeamResource, offsetBytes uint64) (uin
 	}
 	if err := w.checkOffset(op, offsetBytes); err != nil {
 		return 0, err
+	}
+	if owner != w.c {
+		return 0, argErr(op, "team", "serves a device communicator of another communicator than the window's: its multimem handle is that communicator's")
 	}
 	p, st, err := w.query(op, func(_, win uintptr) (uintptr, capi.Status) {
 		return capi.GetMultimemDevicePointer(win, offsetBytes, base)
