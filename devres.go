@@ -74,6 +74,15 @@ func (s *served) lockServed(op, what string) (*DevComm, error) {
 	return d, nil
 }
 
+// article is the indefinite article of s.kind as read aloud: "an LSA
+// barrier", "an LLA2A", "a team".
+func (s *served) article() string {
+	if s.kind == "team" {
+		return "a"
+	}
+	return "an"
+}
+
 func newDevResource(kind string) *DevResource {
 	r := &DevResource{served: served{kind: kind}, mem: capi.NewDevResource()}
 	runtime.AddCleanup(r, func(m capi.DevResource) { m.Free() }, r.mem)
@@ -199,7 +208,7 @@ func claimAll(op, field string, rs []*served) (release func(), err error) {
 		}
 		if !r.claimed.CompareAndSwap(false, true) {
 			release()
-			return nil, argErr(op, arg, "a %s requirement already passed to a CreateDevComm (one serves one device communicator: make another)", r.kind)
+			return nil, argErr(op, arg, "%s %s requirement already passed to a CreateDevComm (one serves one device communicator: make another)", r.article(), r.kind)
 		}
 		got = append(got, r)
 	}

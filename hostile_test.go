@@ -3,6 +3,7 @@ package nccl_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/nccl4go/nccl"
@@ -121,6 +122,37 @@ func TestHostileMultimemPointerNilWindow(t *testing.T) {
 		var w *nccl.Window
 		if _, err := w.MultimemPointerFor(mm, 0); !errors.Is(err, nccl.ErrClosed) {
 			t.Errorf("nil window: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// The refusal of a resource used twice reads as English: "an LSA barrier
+// requirement", "an LLA2A requirement", "a team requirement".
+func TestHostileResourceReuseMessage(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		world, _ := c.TeamWorld()
+		bar, _ := nccl.LSABarrierResource(world, 1)
+		a2a, _ := nccl.LLA2AResource(1, 1)
+		team, _ := nccl.NewTeamResource(world, false)
+		reqs := &nccl.DevCommRequirements{Resources: []*nccl.DevResource{bar, a2a}, Teams: []*nccl.TeamResource{team}}
+		d, err := c.CreateDevComm(reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		for _, tc := range []struct {
+			reqs *nccl.DevCommRequirements
+			want string
+		}{
+			{&nccl.DevCommRequirements{Resources: []*nccl.DevResource{bar}}, "an LSA barrier requirement already"},
+			{&nccl.DevCommRequirements{Resources: []*nccl.DevResource{a2a}}, "an LLA2A requirement already"},
+			{&nccl.DevCommRequirements{Teams: []*nccl.TeamResource{team}}, "a team requirement already"},
+		} {
+			_, err := c.CreateDevComm(tc.reqs)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("reuse: %v, want %q", err, tc.want)
+			}
 		}
 	})
 }
