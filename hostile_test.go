@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nccl4go/nccl"
@@ -153,6 +154,61 @@ func TestHostileResourceReuseMessage(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("reuse: %v, want %q", err, tc.want)
 			}
+		}
+	})
+}
+
+// leafErrors flattens joined errors (errors.Join, and fmt.Errorf wrapping
+// a join) into their leaves.
+func leafErrors(err error) []error {
+	type multi interface{ Unwrap() []error }
+	if err == nil {
+		return nil
+	}
+	if m, ok := err.(multi); ok {
+		var out []error
+		for _, e := range m.Unwrap() {
+			out = append(out, leafErrors(e)...)
+		}
+		return out
+	}
+	if u := errors.Unwrap(err); u != nil {
+		if _, ok := u.(multi); ok {
+			return leafErrors(u)
+		}
+	}
+	return []error{err}
+}
+
+// Concurrent DestroyAll calls over the same communicators behave as
+// concurrent Destroys: every communicator is destroyed once, and the
+// callers that lost the race learn it with ErrClosed, never with an
+// invalid-usage error about a group they did not open (the other call's
+// finalize group).
+func TestHostileConcurrentDestroyAll(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_FINALIZE_WAITS_PEERS=1", "FAKE_NCCL_FINALIZE_WAIT_MS=3000", "NCCL_MULTI_RANK_GPU_ENABLE=1"}}, func(t *testing.T) {
+		for round := 0; round < 60; round++ {
+			comms := initAll(t, 0, 0, 1)
+			var wg sync.WaitGroup
+			errs := make([]error, 3)
+			for g := range errs {
+				wg.Add(1)
+				go func() { defer wg.Done(); errs[g] = nccl.DestroyAll(comms...) }()
+			}
+			wg.Wait()
+			for _, e := range leafErrors(errors.Join(errs...)) {
+				if !errors.Is(e, nccl.ErrClosed) {
+					t.Fatalf("round %d: %v, want only ErrClosed errors", round, e)
+				}
+			}
+			for i, c := range comms {
+				if c.IsValid() {
+					t.Fatalf("round %d: communicator %d still valid", round, i)
+				}
+			}
+		}
+		if n := faketest.LiveComms(t); n != 0 {
+			t.Errorf("%d communicator(s) of the fake alive", n)
 		}
 	})
 }
