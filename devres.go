@@ -101,7 +101,7 @@ func LSABarrierResource(team Team, nBarriers int) (*DevResource, error) {
 	}
 	switch {
 	case !team.valid():
-		return nil, argErr(op, "team", "%+v: not a team (NRanks and Stride in [1, 2^31), Rank in [0, NRanks))", team)
+		return nil, argErr(op, "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
 	case nBarriers < 1:
 		return nil, argErr(op, "nBarriers", "%d: at least 1", nBarriers)
 	case uint64(nBarriers)*uint64(3+team.NRanks) > 1<<31-1:
@@ -296,7 +296,7 @@ type TeamResource struct {
 // communicator it is passed to needs NCCL 2.28.3.
 func NewTeamResource(team Team, multimem bool) (*TeamResource, error) {
 	if !team.valid() {
-		return nil, argErr("NewTeamResource", "team", "%+v: not a team (NRanks and Stride in [1, 2^31), Rank in [0, NRanks))", team)
+		return nil, argErr("NewTeamResource", "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
 	}
 	t := &TeamResource{served: served{kind: "team"}, team: team, multimem: multimem,
 		mem: capi.NewTeamResource(capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}, multimem)}

@@ -212,3 +212,27 @@ func TestHostileConcurrentDestroyAll(t *testing.T) {
 		}
 	})
 }
+
+// A team whose members would span more world ranks than NCCL's int holds
+// is refused: NCCL's rank arithmetic would wrap around and could land on
+// a valid rank (member 2 of {3 ranks, stride 2^31-1} from rank 3 wrapped
+// to rank 1).
+func TestHostileTeamSpanPastInt32(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
+		c := fakeComm(t, 4, 3, nil)
+		wide := nccl.Team{NRanks: 3, Rank: 0, Stride: math.MaxInt32}
+		got, err := c.TeamRankToWorld(wide, 2)
+		if err == nil {
+			t.Errorf("TeamRankToWorld(%v, 2) = %d, want an ArgError", wide, got)
+		}
+		wantArg(t, "TeamRankToWorld", err, "team")
+		_, err = nccl.NewTeamResource(wide, false)
+		wantArg(t, "NewTeamResource", err, "team")
+		_, err = nccl.LSABarrierResource(wide, 1)
+		wantArg(t, "LSABarrierResource", err, "team")
+		// The widest team that fits: 2 members 2^31-2 apart.
+		if _, err := nccl.NewTeamResource(nccl.Team{NRanks: 2, Rank: 0, Stride: math.MaxInt32 - 1}, false); err != nil {
+			t.Errorf("the widest team: %v", err)
+		}
+	})
+}

@@ -124,11 +124,13 @@ func (c *Communicator) teamRankTo(op, fn string, s capi.Sym, toLSA bool, t Team,
 }
 
 // valid reports whether t can be a team: NRanks and Stride at least 1,
-// Rank in [0, NRanks), and every field within NCCL's int (a larger one
-// would be truncated on its way to C).
+// Rank in [0, NRanks), every field within NCCL's int (a larger one would
+// be truncated on its way to C), and its members no further apart than
+// ranks of a communicator can be, (NRanks-1)×Stride below 2^31-1 (NCCL's
+// rank arithmetic would wrap around, possibly onto a valid rank).
 func (t Team) valid() bool {
 	return t.NRanks >= 1 && t.NRanks <= maxInt32 && t.Stride >= 1 && t.Stride <= maxInt32 &&
-		t.Rank >= 0 && t.Rank < t.NRanks
+		t.Rank >= 0 && t.Rank < t.NRanks && uint64(t.NRanks-1)*uint64(t.Stride) < uint64(maxInt32)
 }
 
 // checkTeam refuses what NCCL would compute garbage from.
