@@ -262,6 +262,26 @@ func (w *Window) UserPtr() (uintptr, error) {
 	return p, nil
 }
 
+// pointer checks offsetBytes, asks NCCL for a device address with call
+// (fn names the C function) and refuses a zero answer, saying why (an
+// error wrapping [ErrUnsupported]).
+func (w *Window) pointer(op, fn string, offsetBytes uint64, call func(win uintptr) (uintptr, capi.Status), why func() string) (uintptr, error) {
+	if err := w.checkOffset(op, offsetBytes); err != nil {
+		return 0, err
+	}
+	p, st, err := w.query(op, func(_, win uintptr) (uintptr, capi.Status) { return call(win) })
+	if err != nil {
+		return 0, err
+	}
+	if err := statusErr(op, fn, st); err != nil {
+		return 0, err
+	}
+	if p == 0 {
+		return 0, fmt.Errorf("nccl: %s: %s: %w", op, why(), ErrUnsupported)
+	}
+	return p, nil
+}
+
 // query runs f, one NCCL call on the window, with its communicator locked
 // and the window usable: comm is the ncclComm_t, win the ncclWindow_t.
 func (w *Window) query(op string, f func(comm, win uintptr) (uintptr, capi.Status)) (uintptr, capi.Status, error) {
@@ -296,22 +316,9 @@ func (w *Window) LSAPointer(lsaRank int, offsetBytes uint64) (uintptr, error) {
 	if lsaRank < 0 || lsaRank > math.MaxInt32 {
 		return 0, argErr(op, "lsaRank", "%d: not in [0, 2^31)", lsaRank)
 	}
-	if err := w.checkOffset(op, offsetBytes); err != nil {
-		return 0, err
-	}
-	p, st, err := w.query(op, func(_, win uintptr) (uintptr, capi.Status) {
+	return w.pointer(op, "ncclGetLsaDevicePointer", offsetBytes, func(win uintptr) (uintptr, capi.Status) {
 		return capi.GetLsaDevicePointer(win, offsetBytes, lsaRank)
-	})
-	if err != nil {
-		return 0, err
-	}
-	if err := statusErr(op, "ncclGetLsaDevicePointer", st); err != nil {
-		return 0, err
-	}
-	if p == 0 {
-		return 0, fmt.Errorf("nccl: %s: LSA rank %d has no load/store-accessible window: %w", op, lsaRank, ErrUnsupported)
-	}
-	return p, nil
+	}, func() string { return fmt.Sprintf("LSA rank %d has no load/store-accessible window", lsaRank) })
 }
 
 // PeerPointer is the device address, usable from this rank's kernels, of
@@ -333,22 +340,9 @@ func (w *Window) PeerPointer(peer int, offsetBytes uint64) (uintptr, error) {
 	if err := checkRank(op, "peer", peer, n); err != nil {
 		return 0, err
 	}
-	if err := w.checkOffset(op, offsetBytes); err != nil {
-		return 0, err
-	}
-	p, st, err := w.query(op, func(_, win uintptr) (uintptr, capi.Status) {
+	return w.pointer(op, "ncclGetPeerDevicePointer", offsetBytes, func(win uintptr) (uintptr, capi.Status) {
 		return capi.GetPeerDevicePointer(win, offsetBytes, peer)
-	})
-	if err != nil {
-		return 0, err
-	}
-	if err := statusErr(op, "ncclGetPeerDevicePointer", st); err != nil {
-		return 0, err
-	}
-	if p == 0 {
-		return 0, fmt.Errorf("nccl: %s: peer %d is not reachable by load/store from this rank: %w", op, peer, ErrUnsupported)
-	}
-	return p, nil
+	}, func() string { return fmt.Sprintf("peer %d is not reachable by load/store from this rank", peer) })
 }
 
 // MultimemPointer is the multicast (multimem) device address of offsetBytes
@@ -360,22 +354,9 @@ func (w *Window) MultimemPointer(offsetBytes uint64) (uintptr, error) {
 	if _, err := require(capi.SymGetLsaMultimemDevicePointer); err != nil {
 		return 0, err
 	}
-	if err := w.checkOffset(op, offsetBytes); err != nil {
-		return 0, err
-	}
-	p, st, err := w.query(op, func(_, win uintptr) (uintptr, capi.Status) {
+	return w.pointer(op, "ncclGetLsaMultimemDevicePointer", offsetBytes, func(win uintptr) (uintptr, capi.Status) {
 		return capi.GetLsaMultimemDevicePointer(win, offsetBytes)
-	})
-	if err != nil {
-		return 0, err
-	}
-	if err := statusErr(op, "ncclGetLsaMultimemDevicePointer", st); err != nil {
-		return 0, err
-	}
-	if p == 0 {
-		return 0, fmt.Errorf("nccl: %s: no multimem address for this window (no multimem support): %w", op, ErrUnsupported)
-	}
-	return p, nil
+	}, func() string { return "no multimem address for this window (no multimem support)" })
 }
 
 // MultimemPointerFor is ncclGetMultimemDevicePointer: the multimem
@@ -402,19 +383,9 @@ func (w *Window) MultimemPointerFor(team *TeamResource, offsetBytes uint64) (uin
 	if owner != w.c {
 		return 0, argErr(op, "team", "serves a device communicator of another communicator than the window's: its multimem handle is that communicator's")
 	}
-	p, st, err := w.query(op, func(_, win uintptr) (uintptr, capi.Status) {
+	return w.pointer(op, "ncclGetMultimemDevicePointer", offsetBytes, func(win uintptr) (uintptr, capi.Status) {
 		return capi.GetMultimemDevicePointer(win, offsetBytes, base)
-	})
-	if err != nil {
-		return 0, err
-	}
-	if err := statusErr(op, "ncclGetMultimemDevicePointer", st); err != nil {
-		return 0, err
-	}
-	if p == 0 {
-		return 0, fmt.Errorf("nccl: %s: no multimem address for this window (no multimem support): %w", op, ErrUnsupported)
-	}
-	return p, nil
+	}, func() string { return "no multimem address for this window (no multimem support)" })
 }
 
 // Close deregisters the window (ncclCommWindowDeregister). No operation or

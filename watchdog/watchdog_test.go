@@ -520,34 +520,3 @@ func TestRunCompletesEveryEntry(t *testing.T) {
 		}
 	})
 }
-
-// A run that hangs: its first operation is named, the others of the run
-// are counted in Shared, and the dump reads the first started.
-func TestRunHangNamesRange(t *testing.T) {
-	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_CUDA_WORK_HANG=1"}}, func(t *testing.T) {
-		c := oneRank(t, &nccl.Config{CommName: "hung"})
-		buf := floats(t, 8)
-		const timeout = 200 * time.Millisecond
-		w, err := watchdog.Watch(c, &watchdog.Options{Timeout: timeout, PollInterval: 5 * time.Millisecond, NoDump: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-		// #1 completes (its own event); #2-#6 follow it in the same
-		// period, a run without an event of its own, and hang (#2 is the
-		// work after the first).
-		for i := range 6 {
-			if err := c.AllReduce(buf, buf, nccl.Sum, cuda.Stream{}); err != nil {
-				t.Fatalf("AllReduce %d: %v", i, err)
-			}
-		}
-		err = waitDone(t, w, 5*time.Second)
-		var te *watchdog.TimeoutError
-		if !errors.As(err, &te) {
-			t.Fatalf("Err = %v, want a *TimeoutError", err)
-		}
-		if te.Op.Seq != 2 || te.Shared != 4 {
-			t.Errorf("timed out on #%d with %d shared; want #2 and the 4 after it (#3-#6)", te.Op.Seq, te.Shared)
-		}
-	})
-}
