@@ -2,10 +2,13 @@ package nccl_test
 
 import (
 	"errors"
+	"github.com/nccl4go/nccl/internal/capi"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/internal/faketest"
@@ -233,6 +236,69 @@ func TestHostileTeamSpanPastInt32(t *testing.T) {
 		// The widest team that fits: 2 members 2^31-2 apart.
 		if _, err := nccl.NewTeamResource(nccl.Team{NRanks: 2, Rank: 0, Stride: math.MaxInt32 - 1}, false); err != nil {
 			t.Errorf("the widest team: %v", err)
+		}
+	})
+}
+
+// The C nodes of device resources and teams are freed on every path once
+// the resource is unreachable: never used, refused by CreateDevComm, used
+// by a device communicator that was closed, or by one whose communicator
+// was destroyed first.
+func TestHostileResourceCMemoryFreed(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_MULTIMEM=1"}}, func(t *testing.T) {
+		// settle collects until want nodes are live (cleanups run on
+		// their own goroutine), for at most 10 s.
+		settle := func(want int64) int64 {
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				runtime.GC()
+				if n := capi.LiveResources(); n == want || time.Now().After(deadline) {
+					return n
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		base := settle(0)
+		func() {
+			c := fakeComm(t, 2, 0, nil)
+			world, _ := c.TeamWorld()
+			for range 10 {
+				// never used
+				if _, err := nccl.LSABarrierResource(world, 2); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := nccl.NewTeamResource(world, true); err != nil {
+					t.Fatal(err)
+				}
+				// refused: a bad requirement beside it
+				a2a, _ := nccl.LLA2AResource(1, 1)
+				if _, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{a2a}, GINQueueDepth: nccl.Ptr(-1)}); err == nil {
+					t.Fatal("a bad GINQueueDepth was accepted")
+				}
+				// used, then closed
+				bar, _ := nccl.LSABarrierResource(world, 1)
+				mm, _ := nccl.NewTeamResource(world, true)
+				d, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{bar}, Teams: []*nccl.TeamResource{mm}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// used by a device communicator whose communicator is destroyed first
+			bar, _ := nccl.LSABarrierResource(world, 1)
+			if _, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{bar}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := capi.LiveResources() - base; got < 1 {
+				t.Errorf("%d resource nodes live while one serves a device communicator", got)
+			}
+			if err := c.Destroy(); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		if n := settle(base) - base; n != 0 {
+			t.Errorf("%d resource C node(s) not freed", n)
 		}
 	})
 }
