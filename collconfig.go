@@ -136,8 +136,11 @@ func (cfg *CollConfig) encode(op string, r Release, dev int, in *capi.CollIn, ex
 			return capi.UndefInt, nil
 		}
 		if *p < lo || *p > hi {
-			if hi == maxInt32 {
+			if hi == maxInt32 && *p < lo {
 				return 0, bad(field, "%d: must be at least %d", *p, lo)
+			}
+			if hi == maxInt32 {
+				return 0, bad(field, "%d: must be at least %d and at most %d (C's int)", *p, lo, hi)
 			}
 			return 0, bad(field, "%d: must be in [%d, %d]", *p, lo, hi)
 		}

@@ -162,8 +162,11 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 			return capi.UndefInt, nil
 		}
 		if *p < lo || *p > hi {
-			if hi == int(^uint32(0)>>1) {
+			if hi == maxInt32 && *p < lo {
 				return 0, bad(field, "%d: must be at least %d", *p, lo)
+			}
+			if hi == maxInt32 {
+				return 0, bad(field, "%d: must be at least %d and at most %d (C's int)", *p, lo, hi)
 			}
 			return 0, bad(field, "%d: must be in [%d, %d]", *p, lo, hi)
 		}

@@ -2,6 +2,7 @@ package nccl_test
 
 import (
 	"errors"
+	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
 	"math"
 	"runtime"
@@ -300,5 +301,23 @@ func TestHostileResourceCMemoryFreed(t *testing.T) {
 		if n := settle(base) - base; n != 0 {
 			t.Errorf("%d resource C node(s) not freed", n)
 		}
+	})
+}
+
+// A count past C's int is refused with a reason that says so, not "must be
+// at least 1" (the old message for MinCTAs 1<<40).
+func TestHostileCountPastIntMessage(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23203}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, nil)
+		buf := mustMemAlloc[float32](t, 0, 64)
+		b := nccl.BufferOf(buf)
+		err := c.AllReduceWith(&nccl.CollConfig{MinCTAs: nccl.Ptr(1 << 40)}, b, b, nccl.Sum, cuda.Stream{})
+		wantArgErr(t, err, "AllReduceWith", "CollConfig.MinCTAs", "at most 2147483647")
+		id, err := nccl.NewUniqueID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = nccl.Init(1, 0, id, &nccl.Config{NVLSCTAs: nccl.Ptr(1 << 40)})
+		wantArgErr(t, err, "Init", "Config.NVLSCTAs", "at most 2147483647")
 	})
 }
