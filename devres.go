@@ -174,6 +174,9 @@ func (r *DevResource) readHandle(op string) ([2]uint32, error) {
 	if r == nil {
 		return [2]uint32{}, argErr(op, "resource", "nil")
 	}
+	if r.mem.Addr() == 0 {
+		return [2]uint32{}, argErr(op, "resource", "not made by LSABarrierResource or LLA2AResource")
+	}
 	d, err := r.lockServed(op, "Resources")
 	if err != nil {
 		return [2]uint32{}, err
@@ -317,6 +320,9 @@ func (t *TeamResource) MultimemHandle() (uintptr, error) {
 func (t *TeamResource) multimemHandle(op string) (uintptr, *Communicator, error) {
 	if t == nil {
 		return 0, nil, argErr(op, "team", "nil")
+	}
+	if t.mem.Addr() == 0 {
+		return 0, nil, argErr(op, "team", "not made by NewTeamResource")
 	}
 	if !t.multimem {
 		return 0, nil, fmt.Errorf("nccl: %s: the team requirement was made without multimem: %w", op, ErrInvalidUsage)

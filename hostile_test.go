@@ -321,3 +321,18 @@ func TestHostileCountPastIntMessage(t *testing.T) {
 		wantArgErr(t, err, "Init", "Config.NVLSCTAs", "at most 2147483647")
 	})
 }
+
+// The methods of a DevResource or TeamResource literal say that it was
+// not made by its constructor (they read "the  requirement serves no
+// device communicator yet" and "made without multimem").
+func TestHostileZeroValueResourceMethods(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
+		_, _, err := (&nccl.DevResource{}).Handle()
+		wantArgErr(t, err, "DevResource.Handle", "resource", "not made by LSABarrierResource or LLA2AResource")
+		var arg [8]byte
+		_, err = (&nccl.DevResource{}).PutKernelArg(arg[:])
+		wantArgErr(t, err, "DevResource.PutKernelArg", "resource", "not made by")
+		_, err = (&nccl.TeamResource{}).MultimemHandle()
+		wantArgErr(t, err, "TeamResource.MultimemHandle", "team", "not made by NewTeamResource")
+	})
+}
