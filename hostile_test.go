@@ -336,3 +336,15 @@ func TestHostileZeroValueResourceMethods(t *testing.T) {
 		wantArgErr(t, err, "TeamResource.MultimemHandle", "team", "not made by NewTeamResource")
 	})
 }
+
+// A zero cuda.Event (never made) as LaunchCompletionEvent is refused as
+// such, not as "made without cuda.EventDisableTiming".
+func TestHostileZeroLaunchCompletionEvent(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23203}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, nil)
+		buf := mustMemAlloc[float32](t, 0, 64)
+		b := nccl.BufferOf(buf)
+		err := c.AllReduceWith(&nccl.CollConfig{LaunchCompletionEvent: &cuda.Event{}}, b, b, nccl.Sum, cuda.Stream{})
+		wantArgErr(t, err, "AllReduceWith", "CollConfig.LaunchCompletionEvent", "zero cuda.Event", "NewEventFlags")
+	})
+}
