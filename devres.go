@@ -26,7 +26,9 @@ func LLA2ACalcSlots(maxElts, maxEltSize int) (int, error) {
 		return 0, argErr(op, "maxElts", "%d: must not be negative", maxElts)
 	case maxEltSize < 0:
 		return 0, argErr(op, "maxEltSize", "%d: must not be negative", maxEltSize)
-	case maxElts > 1<<31-1 || maxEltSize > 1<<31-8 || uint64(maxElts)*uint64((maxEltSize+7)/8) > 1<<31-1:
+	case maxEltSize > 1<<31-8:
+		return 0, argErr(op, "maxEltSize", "%d: at most 2^31-8 (NCCL rounds it up to a multiple of 8 in an int)", maxEltSize)
+	case maxElts > 1<<31-1 || uint64(maxElts)*uint64((maxEltSize+7)/8) > 1<<31-1:
 		return 0, argErr(op, "maxElts", "%d elements of %d bytes: %d slots or more overflow NCCL's int", maxElts, maxEltSize, 1<<31)
 	}
 	n, r := capi.LLA2ACalcSlots(int32(maxElts), int32(maxEltSize))

@@ -348,3 +348,16 @@ func TestHostileZeroLaunchCompletionEvent(t *testing.T) {
 		wantArgErr(t, err, "AllReduceWith", "CollConfig.LaunchCompletionEvent", "zero cuda.Event", "NewEventFlags")
 	})
 }
+
+// LLA2ACalcSlots blames the argument at fault, with true figures: an
+// element size past 2^31-8 overflows NCCL's rounding to 8 bytes (it read
+// "maxElts: 1 elements of 2147483647 bytes: 2147483648 slots or more
+// overflow NCCL's int", for 268435456 slots).
+func TestHostileLLA2ACalcSlotsMessage(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 22803}, func(t *testing.T) {
+		_, err := nccl.LLA2ACalcSlots(1, math.MaxInt32)
+		wantArgErr(t, err, "LLA2ACalcSlots", "maxEltSize", "2147483647", "2^31-8")
+		_, err = nccl.LLA2ACalcSlots(1<<28, 64)
+		wantArgErr(t, err, "LLA2ACalcSlots", "maxElts", "2147483648 slots")
+	})
+}
