@@ -9,6 +9,7 @@ import (
 
 	"github.com/nccl4go/nccl"
 	"github.com/nccl4go/nccl/cuda"
+	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/internal/faketest"
 )
 
@@ -285,16 +286,35 @@ func TestCollConfigInGroup(t *testing.T) {
 	collConfigFake(t, 23203, func(t *testing.T) {
 		c := collComm(t, 1, 0, 0)
 		b := collBuf(t, 0, f32s(4)...)
+		kept := -1
 		err := nccl.Group(func() error {
 			if err := c.AllReduceWith(&nccl.CollConfig{AlgSelection: "ring"}, b, b, nccl.Sum, cuda.Stream{}); err != nil {
 				return err
 			}
-			return c.AllReduce(b, b, nccl.Sum, cuda.Stream{})
+			kept = capi.GroupKept() // the group's thread: Group locks it
+			// Other calls reuse the stack the configured call used.
+			for range 4 {
+				if err := c.AllReduce(b, b, nccl.Sum, cuda.Stream{}); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantFields(t, lastCollConfig(t, "ncclAllReduceConfig"), "alg=ring")
+		// The fake reads the config's algSelection again at the group's
+		// end, as NCCL may: the string must still be there.
+		var end []string
+		for _, l := range faketest.LogLines(t) {
+			if strings.HasPrefix(l, "collconfig-groupend ") {
+				end = append(end, l)
+			}
+		}
+		if kept != 1 || len(end) != 1 || end[0] != "collconfig-groupend ncclAllReduceConfig alg=ring" {
+			t.Errorf("kept %d blocks in the group; at its end the fake read %q; want 1 and the string intact", kept, end)
+		}
 	})
 }
 

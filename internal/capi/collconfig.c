@@ -1,5 +1,6 @@
 // nccl4go C shim: the per-collective config. See collconfig.h.
 #include "collconfig.h"
+#include "group.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,37 +38,62 @@ capi_status capi_coll_config(int which, uintptr_t send, uintptr_t recv, size_t c
 	    nstrs > CAPI_COLL_STR_MAX || (in->next > 0 && !ext) || (nstrs > 0 && !strs)) {
 		return coll_invalid("nccl4go shim: capi_coll_config: config out of bounds");
 	}
-	// The strings, each NUL-terminated, then the ext list, on this stack.
+	// The config, its strings (each NUL-terminated) and its ext list: on
+	// this stack; inside a group, in one heap block the group keeps until
+	// its outermost end. NCCL copies the struct but not what its pointers
+	// reach (STyGIANet/nccl 2.31.0a16's ncclParseCollConfig), and a group's
+	// work is planned at the group's end: the strings and the ext list
+	// must outlive the call there.
 	int nstr = in->next + 1;
-	char text[nstrs + (size_t)nstr];
-	size_t used = 0;
-#define COLL_STR(off, len, out)                                                                      \
-	do {                                                                                         \
-		if ((off) < 0 || (len) < 0 || (size_t)(off) + (size_t)(len) > nstrs) {               \
-			return coll_invalid("nccl4go shim: capi_coll_config: string out of bounds"); \
-		}                                                                                    \
-		memcpy(text + used, strs + (off), (size_t)(len));                                    \
-		text[used + (size_t)(len)] = 0;                                                      \
-		(out) = text + used;                                                                 \
-		used += (size_t)(len) + 1;                                                           \
-	} while (0)
-	capi_coll_config_v23203 cfg;
-	memset(&cfg, 0, sizeof cfg);
-	cfg.size = in->size;
-	cfg.magic = 0xcafebeef;
-	cfg.version = in->version;
-	cfg.minCTAs = in->minCTAs;
-	cfg.maxCTAs = in->maxCTAs;
-	cfg.nvlsCTAs = in->nvlsCTAs;
-	cfg.cgaClusterSize = in->cgaClusterSize;
-	if (in->alg_len >= 0) {
-		COLL_STR(in->alg_off, in->alg_len, cfg.algSelection);
+	size_t text_n = nstrs + (size_t)nstr, nodes_n = in->next > 0 ? (size_t)in->next : 1;
+	int kept = group_open_here();
+	char stack_text[kept ? 1 : text_n];
+	capi_config_ext stack_nodes[kept ? 1 : nodes_n];
+	capi_coll_config_v23203 stack_cfg;
+	char *text = stack_text;
+	capi_config_ext *nodes = stack_nodes;
+	capi_coll_config_v23203 *cfg = &stack_cfg;
+	void *block = NULL;
+	if (kept) {
+		block = malloc(sizeof *cfg + nodes_n * sizeof *nodes + text_n);
+		if (!block) {
+			return coll_invalid("nccl4go shim: capi_coll_config: out of memory");
+		}
+		cfg = block;
+		nodes = (capi_config_ext *)(cfg + 1);
+		text = (char *)(nodes + nodes_n);
 	}
-	cfg.forceAlgSelection = in->forceAlgSelection;
-	cfg.CTAPolicy = in->CTAPolicy;
-	cfg.userProfilerTag = in->userProfilerTag;
-	cfg.launchCompletionEvent = in->launchCompletionEvent;
-	capi_config_ext nodes[in->next > 0 ? in->next : 1];
+#define COLL_FAIL(why)                        \
+	do {                                  \
+		free(block);                  \
+		return coll_invalid(why);     \
+	} while (0)
+	size_t used = 0;
+#define COLL_STR(off, len, out)                                                                \
+	do {                                                                                   \
+		if ((off) < 0 || (len) < 0 || (size_t)(off) + (size_t)(len) > nstrs) {         \
+			COLL_FAIL("nccl4go shim: capi_coll_config: string out of bounds");   \
+		}                                                                              \
+		memcpy(text + used, strs + (off), (size_t)(len));                              \
+		text[used + (size_t)(len)] = 0;                                                \
+		(out) = text + used;                                                           \
+		used += (size_t)(len) + 1;                                                     \
+	} while (0)
+	memset(cfg, 0, sizeof *cfg);
+	cfg->size = in->size;
+	cfg->magic = 0xcafebeef;
+	cfg->version = in->version;
+	cfg->minCTAs = in->minCTAs;
+	cfg->maxCTAs = in->maxCTAs;
+	cfg->nvlsCTAs = in->nvlsCTAs;
+	cfg->cgaClusterSize = in->cgaClusterSize;
+	if (in->alg_len >= 0) {
+		COLL_STR(in->alg_off, in->alg_len, cfg->algSelection);
+	}
+	cfg->forceAlgSelection = in->forceAlgSelection;
+	cfg->CTAPolicy = in->CTAPolicy;
+	cfg->userProfilerTag = in->userProfilerTag;
+	cfg->launchCompletionEvent = in->launchCompletionEvent;
 	for (int i = 0; i < in->next; i++) {
 		capi_config_ext *n = &nodes[i];
 		memset(n, 0, sizeof *n);
@@ -85,14 +111,16 @@ capi_status capi_coll_config(int which, uintptr_t send, uintptr_t recv, size_t c
 			n->val.ptrVal = (void *)ext[i].ptr_val;
 			break;
 		default:
-			return coll_invalid("nccl4go shim: capi_coll_config: bad ext kind");
+			COLL_FAIL("nccl4go shim: capi_coll_config: bad ext kind");
 		}
 	}
 #undef COLL_STR
-	cfg.ext = in->next > 0 ? &nodes[0] : NULL;
+#undef COLL_FAIL
+	cfg->ext = in->next > 0 ? &nodes[0] : NULL;
 	// Fields past the size sent stay zero: NCCL reads only size bytes.
 	int g = capi_gate_queue(comm);
 	if (g) {
+		free(block);
 		capi_status s = {g, NULL};
 		return s;
 	}
@@ -102,29 +130,32 @@ capi_status capi_coll_config(int which, uintptr_t send, uintptr_t recv, size_t c
 	switch (which) {
 	case CAPI_COLL_ALLREDUCE:
 		r = ((int (*)(const void *, void *, size_t, int, int, void *, void *, const void *))fn)(
-			sb, rb, count, datatype, op, c, st, &cfg);
+			sb, rb, count, datatype, op, c, st, cfg);
 		break;
 	case CAPI_COLL_BROADCAST:
 		r = ((int (*)(const void *, void *, size_t, int, int, void *, void *, const void *))fn)(
-			sb, rb, count, datatype, root, c, st, &cfg);
+			sb, rb, count, datatype, root, c, st, cfg);
 		break;
 	case CAPI_COLL_REDUCE:
 		r = ((int (*)(const void *, void *, size_t, int, int, int, void *, void *, const void *))fn)(
-			sb, rb, count, datatype, op, root, c, st, &cfg);
+			sb, rb, count, datatype, op, root, c, st, cfg);
 		break;
 	case CAPI_COLL_ALLGATHER:
 	case CAPI_COLL_ALLTOALL:
 		r = ((int (*)(const void *, void *, size_t, int, void *, void *, const void *))fn)(sb, rb, count,
-												     datatype, c, st, &cfg);
+												     datatype, c, st, cfg);
 		break;
 	case CAPI_COLL_REDUCESCATTER:
 		r = ((int (*)(const void *, void *, size_t, int, int, void *, void *, const void *))fn)(
-			sb, rb, count, datatype, op, c, st, &cfg);
+			sb, rb, count, datatype, op, c, st, cfg);
 		break;
 	default: // CAPI_COLL_GATHER, CAPI_COLL_SCATTER
 		r = ((int (*)(const void *, void *, size_t, int, int, void *, void *, const void *))fn)(
-			sb, rb, count, datatype, root, c, st, &cfg);
+			sb, rb, count, datatype, root, c, st, cfg);
 		break;
+	}
+	if (block) {
+		group_keep(block); // freed at the outermost group end
 	}
 	return coll_status(r);
 }

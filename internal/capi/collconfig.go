@@ -5,6 +5,8 @@ package capi
 /*
 #include "collconfig.h"
 
+int capi_group_kept(void);
+
 // The config, the ext entries and the strings are read during the call
 // only (the shim copies them to its stack), and nothing calls back into Go.
 #cgo noescape capi_coll_config
@@ -45,3 +47,7 @@ func CollConfigCall(which int, send, recv uintptr, count uint64, dt, op int32, r
 		C.int(op), C.int(root), C.uintptr_t(comm), C.uintptr_t(stream), (*C.capi_coll_in)(unsafe.Pointer(in)), e, s,
 		C.size_t(len(strs))))
 }
+
+// GroupKept is the number of per-collective config blocks the calling
+// thread's open group keeps until its end (tests).
+func GroupKept() int { return int(C.capi_group_kept()) }

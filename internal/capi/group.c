@@ -73,7 +73,33 @@ static __thread struct group_thread {
 	unsigned long long manual;
 	uintptr_t *comms;
 	int ncomms, cap;
+	void **kept; // group_keep's blocks, freed when the outermost level ends
+	int nkept, capkept;
 } gt;
+
+static void free_kept(void) {
+	for (int i = 0; i < gt.nkept; i++) {
+		free(gt.kept[i]);
+	}
+	gt.nkept = 0;
+}
+
+void group_keep(void *p) {
+	if (gt.nkept == gt.capkept) {
+		int cap = gt.capkept ? 2 * gt.capkept : 8;
+		void **k = realloc(gt.kept, (size_t)cap * sizeof *k);
+		if (!k) {
+			// No room to keep it: leaking a config block beats
+			// freeing memory NCCL may still read.
+			return;
+		}
+		gt.kept = k;
+		gt.capkept = cap;
+	}
+	gt.kept[gt.nkept++] = p;
+}
+
+int capi_group_kept(void) { return gt.nkept; }
 
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct held_entry {
@@ -193,6 +219,10 @@ static void group_thread_exit(void *unused) {
 		busy_add(-1);
 	}
 	gt.depth = 0;
+	free_kept();
+	free(gt.kept);
+	gt.kept = NULL;
+	gt.capkept = 0;
 	pthread_mutex_lock(&held_mu);
 	for (int i = 0; i < gt.ncomms; i++) {
 		int j = held_find(gt.comms[i]);
@@ -237,6 +267,7 @@ void group_ended(void) {
 	if (gt.depth > 0 && --gt.depth == 0) {
 		__atomic_sub_fetch(&capi_open_groups, 1, __ATOMIC_RELAXED);
 		busy_add(-1);
+		free_kept();
 	}
 }
 

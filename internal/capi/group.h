@@ -31,4 +31,9 @@ int group_open_here(void);
 void group_started(void);
 void group_ended(void);
 
+// group_keep hands p (malloc'd) to the calling thread's open group, which
+// frees it when its outermost level ends (or the thread exits): memory NCCL
+// may read until the group's end (a per-collective config's strings).
+void group_keep(void *p);
+
 #endif

@@ -989,7 +989,14 @@ static int match_p2p(const char *fn, int move) {
 }
 
 // group_finish runs the staged operations of the outermost group.
+#if SINCE(23100)
+static void coll_config_group_end(void);
+#else
+static void coll_config_group_end(void) {}
+#endif
+
 static int group_finish(const char *fn, int simulate) {
+	coll_config_group_end();
 	int r = group_error;
 	if (r == ncclSuccess) {
 		r = match_p2p(fn, !simulate);
@@ -3535,6 +3542,41 @@ static void coll_config_log(const void *cfg, const char *fn) {
 	}
 }
 
+// NCCL copies a config struct but not what its pointers reach, and plans
+// a group's work when the group ends: the fake reads each grouped config's
+// algSelection again there and logs "collconfig-groupend <fn> alg=<s>",
+// as NCCL could (a caller that freed it by then would show here).
+static __thread struct {
+	const char *fn, *alg;
+} grouped_cfg[16];
+static __thread int ngrouped_cfg;
+
+static void coll_config_keep(const void *cfg, const char *fn) {
+	size_t size;
+	memcpy(&size, cfg, sizeof size);
+	if (group_depth == 0 || ngrouped_cfg == 16 || collconfig_size(version()) < 64 || size < 48) {
+		return;
+	}
+	const char *alg;
+	memcpy(&alg, (const char *)cfg + 40, sizeof alg);
+	grouped_cfg[ngrouped_cfg].fn = fn;
+	grouped_cfg[ngrouped_cfg].alg = alg;
+	ngrouped_cfg++;
+}
+
+static void coll_config_group_end(void) {
+	for (int i = 0; i < ngrouped_cfg && knob.log_fd >= 0; i++) {
+		char line[512];
+		const char *alg = grouped_cfg[i].alg;
+		int k = snprintf(line, sizeof line, "collconfig-groupend %s alg=%.200s\n", grouped_cfg[i].fn, alg ? alg : "NULL");
+		if (k > (int)sizeof line - 1) k = (int)sizeof line - 1;
+		if (write(knob.log_fd, line, (size_t)k) < 0) {
+			// best effort, as trace
+		}
+	}
+	ngrouped_cfg = 0;
+}
+
 static int coll_config(const void *cfg, const char *fn) {
 	if (!cfg) {
 		return ncclSuccess;
@@ -3555,6 +3597,7 @@ static int coll_config(const void *cfg, const char *fn) {
 			    collconfig_size(version()));
 	}
 	coll_config_log(cfg, fn);
+	coll_config_keep(cfg, fn);
 	return ncclSuccess;
 }
 
