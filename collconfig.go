@@ -23,8 +23,10 @@ import (
 // keeps the pointers valid "for the duration of each call"). The binding
 // passes its values, flat, to the shim, which lays out ncclCollConfig_t, the
 // ext list and NUL-terminated copies of the strings on its own stack for
-// the call: NCCL never sees Go memory and nothing outlives the call, so a
-// CollConfig may be reused or changed as soon as the call returns. A configured call also makes one cgo call and, given
+// the call; inside a [Group], in C memory the group frees when its
+// outermost level ends, since a group's work is planned then
+// (TestCollConfigInGroup). NCCL never sees Go memory, so a CollConfig may
+// be reused or changed as soon as the call returns. A configured call also makes one cgo call and, given
 // a CollConfig built once and reused with at most 4 Ext entries and 256
 // bytes of strings, allocates nothing (the binding keeps no reference to
 // it, but Go's escape analysis cannot tell: a config built in the call's

@@ -8,7 +8,8 @@ package capi
 int capi_group_kept(void);
 
 // The config, the ext entries and the strings are read during the call
-// only (the shim copies them to its stack), and nothing calls back into Go.
+// only (the shim copies them to its stack, or inside a group to a block
+// the group keeps), and nothing calls back into Go.
 #cgo noescape capi_coll_config
 #cgo nocallback capi_coll_config
 */
