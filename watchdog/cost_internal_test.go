@@ -54,8 +54,19 @@ func TestOneEventRecordPerStreamAndPeriod(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
+		// tick ends a period; the asynchronous-error poll it starts runs on
+		// a goroutine of its own (ncclCommGetAsyncError: cgo calls that are
+		// not the calls'), so wait for it.
+		tick := func() {
+			w.tick()
+			for deadline := time.Now().Add(5 * time.Second); w.asyncOn.Load(); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the asynchronous-error poll did not end in 5 s")
+				}
+			}
+		}
 		cgo(1) // the first period makes its event (cuEventCreate)
-		w.tick()
+		tick()
 		for period := 1; period <= 3; period++ {
 			if got := cgo(1); got != 2 {
 				t.Errorf("period %d: the first watched call made %d cgo calls, want 2 (the call and one cuEventRecord)", period, got)
@@ -63,7 +74,7 @@ func TestOneEventRecordPerStreamAndPeriod(t *testing.T) {
 			if got := cgo(100); got != 100 {
 				t.Errorf("period %d: 100 more watched calls made %d cgo calls, want 100 (each joins the open run)", period, got)
 			}
-			w.tick()
+			tick()
 		}
 	})
 }
