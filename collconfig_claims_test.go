@@ -3,6 +3,7 @@ package nccl_test
 import (
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nccl4go/nccl"
@@ -115,4 +116,37 @@ func TestCollConfigNilIsPlainEveryRelease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// CollConfig's doc: a config can be shared by goroutines that do not
+// change it (run under -race: the binding only reads it).
+func TestCollConfigSharedByGoroutines(t *testing.T) {
+	collConfigFake(t, 23203, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		cfg := &nccl.CollConfig{MaxCTAs: nccl.Ptr(2), AlgSelection: "ring", Ext: []nccl.ConfigExt{{VendorID: 1, OptionID: -1, String: "shared"}}}
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			b := collBuf(t, 0, f32s(4)...)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					if err := c.AllReduceWith(cfg, b, b, nccl.Sum, cuda.Stream{}); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if n := len(collConfigLines(t, "ncclAllReduceConfig")); n != 200 {
+			t.Errorf("the fake read %d configs, want 200", n)
+		}
+		wantFields(t, lastCollConfig(t, "ncclAllReduceConfig"), "maxCTAs=2", "alg=ring")
+	})
 }
