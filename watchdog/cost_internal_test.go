@@ -54,16 +54,13 @@ func TestOneEventRecordPerStreamAndPeriod(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
+		settle(t, w)
 		// tick ends a period; the asynchronous-error poll it starts runs on
 		// a goroutine of its own (ncclCommGetAsyncError: cgo calls that are
 		// not the calls'), so wait for it.
 		tick := func() {
 			w.tick()
-			for deadline := time.Now().Add(5 * time.Second); w.asyncOn.Load(); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the asynchronous-error poll did not end in 5 s")
-				}
-			}
+			settle(t, w)
 		}
 		cgo(1) // the first period makes its event (cuEventCreate)
 		tick()
@@ -77,4 +74,17 @@ func TestOneEventRecordPerStreamAndPeriod(t *testing.T) {
 			tick()
 		}
 	})
+}
+
+// settle waits until the process's poller has ticked w at least once (it
+// does when Watch registers w; with a poll interval of a minute, not again)
+// and the asynchronous-error poll that the tick started has ended: from
+// then on only the test's own calls and ticks touch w.
+func settle(t *testing.T, w *Watchdog) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); w.Stats().Polls == 0 || w.asyncOn.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the poller did not settle in 5 s: %+v", w.Stats())
+		}
+	}
 }
