@@ -136,8 +136,11 @@ func (cfg *CollConfig) encode(op string, r Release, dev int, in *capi.CollIn, ex
 			return capi.UndefInt, nil
 		}
 		if *p < lo || *p > hi {
-			if hi == maxInt32 {
+			if hi == maxInt32 && *p < lo {
 				return 0, bad(field, "%d: must be at least %d", *p, lo)
+			}
+			if hi == maxInt32 {
+				return 0, bad(field, "%d: must be at least %d and at most %d (C's int)", *p, lo, hi)
 			}
 			return 0, bad(field, "%d: must be in [%d, %d]", *p, lo, hi)
 		}
@@ -197,6 +200,8 @@ func (cfg *CollConfig) encode(op string, r Release, dev int, in *capi.CollIn, ex
 		switch {
 		case err != nil:
 			return 0, 0, &ArgError{Op: op, Arg: "CollConfig.LaunchCompletionEvent", Reason: "destroyed", Err: err}
+		case h == 0:
+			return 0, 0, bad("LaunchCompletionEvent", "a zero cuda.Event: make one with Device.NewEventFlags(cuda.EventDisableTiming)")
 		case edev != dev:
 			return 0, 0, bad("LaunchCompletionEvent", "an event of cuda:%d, but the communicator is on cuda:%d", edev, dev)
 		case cuda.EventFlag(flags)&cuda.EventDisableTiming == 0:

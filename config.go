@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/internal/versions"
@@ -161,8 +162,11 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 			return capi.UndefInt, nil
 		}
 		if *p < lo || *p > hi {
-			if hi == int(^uint32(0)>>1) {
+			if hi == maxInt32 && *p < lo {
 				return 0, bad(field, "%d: must be at least %d", *p, lo)
+			}
+			if hi == maxInt32 {
+				return 0, bad(field, "%d: must be at least %d and at most %d (C's int)", *p, lo, hi)
 			}
 			return 0, bad(field, "%d: must be in [%d, %d]", *p, lo, hi)
 		}
@@ -195,6 +199,11 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 			return nil, false, bad("MinCTAs", "%d exceeds NCCL %s's maximum of %d", *cfg.MinCTAs, r, maxChannels(r))
 		}
 		out.MaxCTAs = int32(maxChannels(r))
+	}
+	for _, f := range [...]struct{ name, s string }{{"NetName", cfg.NetName}, {"CommName", cfg.CommName}} {
+		if strings.IndexByte(f.s, 0) >= 0 {
+			return nil, false, bad(f.name, "%q holds a NUL byte: NCCL reads a NUL-terminated C string", f.s)
+		}
 	}
 	out.NetName = cfg.NetName
 	out.SplitShare = boolField(cfg.SplitShare)

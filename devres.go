@@ -26,7 +26,9 @@ func LLA2ACalcSlots(maxElts, maxEltSize int) (int, error) {
 		return 0, argErr(op, "maxElts", "%d: must not be negative", maxElts)
 	case maxEltSize < 0:
 		return 0, argErr(op, "maxEltSize", "%d: must not be negative", maxEltSize)
-	case maxElts > 1<<31-1 || maxEltSize > 1<<31-8 || uint64(maxElts)*uint64((maxEltSize+7)/8) > 1<<31-1:
+	case maxEltSize > 1<<31-8:
+		return 0, argErr(op, "maxEltSize", "%d: at most 2^31-8 (NCCL rounds it up to a multiple of 8 in an int)", maxEltSize)
+	case maxElts > 1<<31-1 || uint64(maxElts)*uint64((maxEltSize+7)/8) > 1<<31-1:
 		return 0, argErr(op, "maxElts", "%d elements of %d bytes: %d slots or more overflow NCCL's int", maxElts, maxEltSize, 1<<31)
 	}
 	n, r := capi.LLA2ACalcSlots(int32(maxElts), int32(maxEltSize))
@@ -74,6 +76,15 @@ func (s *served) lockServed(op, what string) (*DevComm, error) {
 	return d, nil
 }
 
+// article is the indefinite article of s.kind as read aloud: "an LSA
+// barrier", "an LLA2A", "a team".
+func (s *served) article() string {
+	if s.kind == "team" {
+		return "a"
+	}
+	return "an"
+}
+
 func newDevResource(kind string) *DevResource {
 	r := &DevResource{served: served{kind: kind}, mem: capi.NewDevResource()}
 	runtime.AddCleanup(r, func(m capi.DevResource) { m.Free() }, r.mem)
@@ -91,8 +102,8 @@ func LSABarrierResource(team Team, nBarriers int) (*DevResource, error) {
 		return nil, err
 	}
 	switch {
-	case team.NRanks < 1 || team.Rank < 0 || team.Rank >= team.NRanks || team.Stride < 1:
-		return nil, argErr(op, "team", "%+v: not a team (NRanks at least 1, Rank in [0, NRanks), Stride at least 1)", team)
+	case !team.valid():
+		return nil, argErr(op, "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
 	case nBarriers < 1:
 		return nil, argErr(op, "nBarriers", "%d: at least 1", nBarriers)
 	case uint64(nBarriers)*uint64(3+team.NRanks) > 1<<31-1:
@@ -165,6 +176,9 @@ func (r *DevResource) readHandle(op string) ([2]uint32, error) {
 	if r == nil {
 		return [2]uint32{}, argErr(op, "resource", "nil")
 	}
+	if r.mem.Addr() == 0 {
+		return [2]uint32{}, argErr(op, "resource", "not made by LSABarrierResource or LLA2AResource")
+	}
 	d, err := r.lockServed(op, "Resources")
 	if err != nil {
 		return [2]uint32{}, err
@@ -199,7 +213,7 @@ func claimAll(op, field string, rs []*served) (release func(), err error) {
 		}
 		if !r.claimed.CompareAndSwap(false, true) {
 			release()
-			return nil, argErr(op, arg, "a %s requirement already passed to a CreateDevComm (one serves one device communicator: make another)", r.kind)
+			return nil, argErr(op, arg, "%s %s requirement already passed to a CreateDevComm (one serves one device communicator: make another)", r.article(), r.kind)
 		}
 		got = append(got, r)
 	}
@@ -215,6 +229,9 @@ func (q *DevCommRequirements) linkRequirements(op string) (resHead, teamHead uin
 	rs := make([]*served, len(q.Resources))
 	for i, r := range q.Resources {
 		if r != nil {
+			if r.mem.Addr() == 0 {
+				return 0, 0, nil, argErr(op, fmt.Sprintf("DevCommRequirements.Resources[%d]", i), "a DevResource not made by LSABarrierResource or LLA2AResource")
+			}
 			rs[i] = &r.served
 		}
 	}
@@ -225,6 +242,10 @@ func (q *DevCommRequirements) linkRequirements(op string) (resHead, teamHead uin
 	ts := make([]*served, len(q.Teams))
 	for i, t := range q.Teams {
 		if t != nil {
+			if t.mem.Addr() == 0 {
+				releaseRes()
+				return 0, 0, nil, argErr(op, fmt.Sprintf("DevCommRequirements.Teams[%d]", i), "a TeamResource not made by NewTeamResource")
+			}
 			ts[i] = &t.served
 		}
 	}
@@ -279,8 +300,8 @@ type TeamResource struct {
 // [Properties.MultimemSupport]). It calls no NCCL function; the device
 // communicator it is passed to needs NCCL 2.28.3.
 func NewTeamResource(team Team, multimem bool) (*TeamResource, error) {
-	if team.NRanks < 1 || team.Rank < 0 || team.Rank >= team.NRanks || team.Stride < 1 {
-		return nil, argErr("NewTeamResource", "team", "%+v: not a team (NRanks at least 1, Rank in [0, NRanks), Stride at least 1)", team)
+	if !team.valid() {
+		return nil, argErr("NewTeamResource", "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
 	}
 	t := &TeamResource{served: served{kind: "team"}, team: team, multimem: multimem,
 		mem: capi.NewTeamResource(capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}, multimem)}
@@ -292,19 +313,28 @@ func NewTeamResource(team Team, multimem bool) (*TeamResource, error) {
 // device address), once the device communicator is made. A team made
 // without multimem is an error wrapping [ErrInvalidUsage].
 func (t *TeamResource) MultimemHandle() (uintptr, error) {
-	const op = "TeamResource.MultimemHandle"
+	p, _, err := t.multimemHandle("TeamResource.MultimemHandle")
+	return p, err
+}
+
+// multimemHandle is MultimemHandle, with the communicator whose device
+// communicator the team serves.
+func (t *TeamResource) multimemHandle(op string) (uintptr, *Communicator, error) {
 	if t == nil {
-		return 0, argErr(op, "team", "nil")
+		return 0, nil, argErr(op, "team", "nil")
+	}
+	if t.mem.Addr() == 0 {
+		return 0, nil, argErr(op, "team", "not made by NewTeamResource")
 	}
 	if !t.multimem {
-		return 0, fmt.Errorf("nccl: %s: the team requirement was made without multimem: %w", op, ErrInvalidUsage)
+		return 0, nil, fmt.Errorf("nccl: %s: the team requirement was made without multimem: %w", op, ErrInvalidUsage)
 	}
 	d, err := t.lockServed(op, "Teams")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer d.c.mu.Unlock()
-	return t.mem.MultimemBase(), nil
+	return t.mem.MultimemBase(), d.c, nil
 }
 
 // PutKernelArg writes the ncclMultimemHandle_t (8 bytes) as a kernel

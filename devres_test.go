@@ -31,7 +31,7 @@ func TestFakeLLA2ACalcSlots(t *testing.T) {
 		for _, tc := range []struct {
 			elts, size int
 			arg        string
-		}{{-1, 8, "maxElts"}, {8, -1, "maxEltSize"}, {1 << 28, 64, "maxElts"}, {math.MaxInt32, 9, "maxElts"}, {1, math.MaxInt32, "maxElts"}} {
+		}{{-1, 8, "maxElts"}, {8, -1, "maxEltSize"}, {1 << 28, 64, "maxElts"}, {math.MaxInt32, 9, "maxElts"}, {1, math.MaxInt32, "maxEltSize"}} {
 			_, err := nccl.LLA2ACalcSlots(tc.elts, tc.size)
 			var ae *nccl.ArgError
 			if !errors.As(err, &ae) || ae.Arg != tc.arg || !errors.Is(err, nccl.ErrInvalidArgument) {

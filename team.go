@@ -123,10 +123,20 @@ func (c *Communicator) teamRankTo(op, fn string, s capi.Sym, toLSA bool, t Team,
 	return out, nil
 }
 
+// valid reports whether t can be a team: NRanks and Stride at least 1,
+// Rank in [0, NRanks), every field within NCCL's int (a larger one would
+// be truncated on its way to C), and its members no further apart than
+// ranks of a communicator can be, (NRanks-1)×Stride below 2^31-1 (NCCL's
+// rank arithmetic would wrap around, possibly onto a valid rank).
+func (t Team) valid() bool {
+	return t.NRanks >= 1 && t.NRanks <= maxInt32 && t.Stride >= 1 && t.Stride <= maxInt32 &&
+		t.Rank >= 0 && t.Rank < t.NRanks && uint64(t.NRanks-1)*uint64(t.Stride) < uint64(maxInt32)
+}
+
 // checkTeam refuses what NCCL would compute garbage from.
 func checkTeam(op string, t Team, rank int) error {
 	switch {
-	case t.NRanks <= 0 || t.Stride <= 0 || t.Rank < 0 || t.Rank >= t.NRanks:
+	case !t.valid():
 		return argErr(op, "team", "%v is not a team (get one from TeamWorld, TeamLSA or TeamRail)", t)
 	case rank < 0 || rank >= t.NRanks:
 		return argErr(op, "rank", "%d: outside the team's %d members", rank, t.NRanks)

@@ -96,6 +96,12 @@ func (c *Communicator) DestroyContext(ctx context.Context) error {
 		}
 	}
 	defer c.endDestroy()
+	return c.destroyClaimed(ctx)
+}
+
+// destroyClaimed is Destroy's work once claimDestroy made the calling
+// goroutine the one destroying c.
+func (c *Communicator) destroyClaimed(ctx context.Context) error {
 	if err := c.notInGroup("Destroy", c.Handle()); err != nil {
 		return err
 	}
@@ -353,7 +359,10 @@ func (c *Communicator) releasedLocked(op string) error {
 // Destroy waits for ranks that only a later one finalizes (seen on NCCL
 // 2.31.0a16 with two ranks of one process on one GPU; 2.30.7's finalize did
 // not wait). Nil, null, already destroyed or aborted entries, and entries
-// repeated, are skipped without error. Errors are joined, each naming the
+// repeated, are skipped without error. Concurrent DestroyAll (or Destroy)
+// calls over the same communicators behave as concurrent Destroys: each
+// communicator is destroyed once, and the calls that find it destroyed by
+// another report an error wrapping [ErrClosed]. Errors are joined, each naming the
 // communicator's index in comms. Collective like Destroy; call it outside
 // any group (inside one it returns an error wrapping [ErrInvalidUsage] and
 // destroys nothing). NCCL 2.14.3 (ncclCommFinalize).
@@ -373,6 +382,10 @@ func DestroyAllContext(ctx context.Context, comms ...*Communicator) error {
 	}
 	errs := make([]error, len(comms))
 	skip := make([]bool, len(comms))
+	// claimed: this call is the one destroying comms[i] (claimDestroy), so
+	// that a concurrent Destroy or DestroyAll waits for it and then finds
+	// it closed, as concurrent Destroys do.
+	claimed := make([]bool, len(comms))
 	seen := make(map[*Communicator]bool, len(comms))
 	var group []int // the blocking communicators to finalize in one group
 	for i, c := range comms {
@@ -385,6 +398,15 @@ func DestroyAllContext(ctx context.Context, comms ...*Communicator) error {
 			errs[i] = err
 			continue
 		}
+		null, busy, err := c.claimDestroy()
+		if null {
+			errs[i], skip[i] = err, true
+			continue
+		}
+		if busy != nil {
+			continue // another goroutine's Destroy: waited for below
+		}
+		claimed[i] = true
 		ptr := c.Handle()
 		if ptr == 0 || c.skipsFinalize() || c.notInGroup(op, ptr) != nil {
 			continue // Destroy alone does (or refuses) the rest
@@ -414,8 +436,19 @@ func DestroyAllContext(ctx context.Context, comms ...*Communicator) error {
 			return nil
 		})
 	}
+	// The communicators this call claimed first, then the others (whose
+	// Destroy waits for another goroutine's).
 	for i, c := range comms {
-		if skip[i] {
+		if claimed[i] {
+			err := c.destroyClaimed(ctx)
+			c.endDestroy()
+			if err != nil {
+				errs[i] = errors.Join(errs[i], err)
+			}
+		}
+	}
+	for i, c := range comms {
+		if skip[i] || claimed[i] {
 			continue
 		}
 		if err := c.DestroyContext(ctx); err != nil {

@@ -370,12 +370,18 @@ func (w *Window) MultimemPointerFor(team *TeamResource, offsetBytes uint64) (uin
 	if _, err := require(capi.SymGetMultimemDevicePointer); err != nil {
 		return 0, err
 	}
-	base, err := team.MultimemHandle()
+	base, owner, err := team.multimemHandle(op)
 	if err != nil {
 		return 0, err
 	}
 	if base == 0 {
 		return 0, fmt.Errorf("nccl: %s: the team's multimem handle is empty (NCCL made no multicast object): %w", op, ErrUnsupported)
+	}
+	if err := w.checkOffset(op, offsetBytes); err != nil {
+		return 0, err
+	}
+	if owner != w.c {
+		return 0, argErr(op, "team", "serves a device communicator of another communicator than the window's: its multimem handle is that communicator's")
 	}
 	return w.pointer(op, "ncclGetMultimemDevicePointer", offsetBytes, func(win uintptr) (uintptr, capi.Status) {
 		return capi.GetMultimemDevicePointer(win, offsetBytes, base)

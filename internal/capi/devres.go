@@ -9,7 +9,18 @@ package capi
 */
 import "C"
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// liveRes counts the DevResource and TeamResource nodes allocated and not
+// yet freed, for the leak tests.
+var liveRes atomic.Int64
+
+// LiveResources is how many DevResource and TeamResource nodes are
+// allocated and not yet freed.
+func LiveResources() int64 { return liveRes.Load() }
 
 // DevResource is a capi_dev_resource in C memory (devres.h): a requirement
 // node and its handle, at fixed addresses.
@@ -17,11 +28,15 @@ type DevResource struct{ p *C.capi_dev_resource }
 
 // NewDevResource allocates a zeroed one; Free releases it.
 func NewDevResource() DevResource {
+	liveRes.Add(1)
 	return DevResource{(*C.capi_dev_resource)(C.calloc(1, C.sizeof_capi_dev_resource))}
 }
 
 // Free releases the C memory.
-func (r DevResource) Free() { C.free(unsafe.Pointer(r.p)) }
+func (r DevResource) Free() {
+	liveRes.Add(-1)
+	C.free(unsafe.Pointer(r.p))
+}
 
 // Addr is the node's address, for a requirements list.
 func (r DevResource) Addr() uintptr { return uintptr(unsafe.Pointer(r.p)) }
@@ -58,6 +73,7 @@ type TeamResource struct{ p *C.capi_team_resource }
 
 // NewTeamResource allocates one for team; Free releases it.
 func NewTeamResource(team Team, multimem bool) TeamResource {
+	liveRes.Add(1)
 	r := TeamResource{(*C.capi_team_resource)(C.calloc(1, C.sizeof_capi_team_resource))}
 	t := C.capi_team{nRanks: C.int(team.NRanks), rank: C.int(team.Rank), stride: C.int(team.Stride)}
 	m := C.int(0)
@@ -69,7 +85,10 @@ func NewTeamResource(team Team, multimem bool) TeamResource {
 }
 
 // Free releases the C memory.
-func (r TeamResource) Free() { C.free(unsafe.Pointer(r.p)) }
+func (r TeamResource) Free() {
+	liveRes.Add(-1)
+	C.free(unsafe.Pointer(r.p))
+}
 
 // Addr is the node's address, for a requirements list.
 func (r TeamResource) Addr() uintptr { return uintptr(unsafe.Pointer(r.p)) }

@@ -4,6 +4,9 @@ package capi
 
 func LLA2ACalcSlots(maxElts, maxEltSize int32) (int32, int32) { return 0, NotLoaded }
 
+// LiveResources is how many resource nodes are allocated (none without cgo).
+func LiveResources() int64 { return 0 }
+
 // DevResource is a capi_dev_resource in C memory (none without cgo).
 type DevResource struct{}
 
