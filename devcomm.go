@@ -372,9 +372,9 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 		binary.LittleEndian.PutUint64(raw[capi.TeamListOffset(layout.Family):], uint64(teamHead))
 	}
 	res := reqs.served()
-	made := false
+	var made *DevComm
 	defer func() {
-		if !made {
+		if made == nil {
 			release() // NCCL kept nothing
 		}
 	}()
@@ -385,13 +385,18 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 			store.Free() // pending or failed: NCCL queued nothing that would write it
 			return nil, st, false, nil
 		}
-		d := &DevComm{store: store, layout: layout, resources: res}
-		for _, r := range res {
-			r.dc.Store(d)
-		}
-		made = true
-		return d, st, true, nil
+		made = &DevComm{store: store, layout: layout, resources: res}
+		return made, st, true, nil
 	})
+	// The requirements serve the device communicator from now on: published
+	// once createAsync has filled it in (its communicator, its state), so
+	// that a goroutine reading a requirement's handle meanwhile never sees
+	// it half made (TestDevResourcesConcurrent).
+	if made != nil {
+		for _, r := range res {
+			r.dc.Store(made)
+		}
+	}
 	var ne *Error
 	if errors.As(err, &ne) && ne.Op == op && ne.Code == InvalidUsage && strings.Contains(ne.Detail, noSymmetricDetail) {
 		n, _ := c.NRanks()

@@ -15,7 +15,7 @@ type UnsupportedFeature struct {
 // NCCL_TESTS_ALLTOALLV_SPREAD) has an [Options] field or is read by
 // [JobWorld].
 var Unsupported = []UnsupportedFeature{
-	{"-D", "--device_implementation", "times nccl-tests' own CUDA kernels over NCCL's device API; nccl4go cannot launch kernels yet"},
+	{"-D", "--device_implementation", "times nccl-tests' own CUDA kernels over NCCL's device API; not done yet: nccl4go perf has no port of those kernels"},
 	{"-V", "--device_cta_count", "the CTA count of -D's kernels (see -D)"},
 	{"-p", "--parallel_init", "not done yet: the communicators of every thread (-t) are created together, in one group, before the threads start"},
 	{"", "NCCL_TESTS_ALLTOALLV_MATRIX_FILE, NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", "not done yet: alltoallv runs nccl-tests' generated pattern (NCCL_TESTS_ALLTOALLV_SPREAD), not a traffic matrix read from a file"},

@@ -20,8 +20,8 @@ const fakeBenchEnv = "NCCL4GO_FAKE_BENCH"
 // BenchmarkWatchedAllReduce measures what the watchdog adds to a call: an
 // in-place all-reduce of one float32 on a one-rank communicator (no GPU
 // work, so the host path alone) on a communicator not watched
-// ("unwatched") and on one watched ("watched": an uncontended mutex and a
-// copy per call, and one cuEventRecord per stream and poll period). "compare" runs both in alternating
+// ("unwatched") and on one watched ("watched": a call joins the open run
+// of its stream, and one cuEventRecord per stream and poll period). "compare" runs both in alternating
 // rounds of 256 calls, waiting between rounds for the poller to take the
 // events back, and reports the medians (unwatched-ns/op, watched-ns/op) and
 // their difference, added-ns/op: the target is at most 60 on an H200.

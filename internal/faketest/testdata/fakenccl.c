@@ -2019,7 +2019,9 @@ EXPORT int ncclCommQueryProperties(void *comm, void *props) {
 	// ginConnectionType 68, ginSupport[64] 72, devCommRuntimeVersionSize 136,
 	// for callers declaring 2.31.0 or later.
 	if (v >= 23100 && declared >= 23100) {
-		uint64_t hash = 0x66616b6500000000ull | (uint64_t)(uintptr_t)c;
+		// NCCL hashes the communicator's unique id: the same on all its
+		// ranks. The fake's clique stands for it (one rank: its address).
+		uint64_t hash = c->clique ? c->clique : 0x66616b6500000000ull | (uint64_t)(uintptr_t)c;
 		memcpy((char *)props + 56, &hash, 8);
 		put_i32(props, 64, knob.gin_conn == 1 ? 1 : lsa_size(c));
 		put_i32(props, 68, knob.gin_conn);
