@@ -133,21 +133,7 @@ func (cfg *CollConfig) encode(op string, r Release, dev int, in *capi.CollIn, ex
 		l = versions.CollConfigLayouts[0]
 	}
 	in.Size, in.Version = uint32(l.Size), uint32(min(Release(l.From), r))
-	intField := func(p *int, field string, lo, hi int) (int32, error) {
-		if p == nil {
-			return capi.UndefInt, nil
-		}
-		if *p < lo || *p > hi {
-			if hi == maxInt32 && *p < lo {
-				return 0, bad(field, "%d: must be at least %d", *p, lo)
-			}
-			if hi == maxInt32 {
-				return 0, bad(field, "%d: must be at least %d and at most %d (C's int)", *p, lo, hi)
-			}
-			return 0, bad(field, "%d: must be in [%d, %d]", *p, lo, hi)
-		}
-		return int32(*p), nil
-	}
+	intField := func(p *int, field string, lo, hi int) (int32, error) { return cInt(p, field, lo, hi, bad) }
 	if in.MinCTAs, err = intField(cfg.MinCTAs, "MinCTAs", 1, maxInt32); err != nil {
 		return 0, 0, err
 	}

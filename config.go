@@ -157,21 +157,7 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 	bad := func(field, format string, a ...any) error {
 		return argErr(op, "Config."+field, format, a...)
 	}
-	intField := func(p *int, field string, lo, hi int) (int32, error) {
-		if p == nil {
-			return capi.UndefInt, nil
-		}
-		if *p < lo || *p > hi {
-			if hi == maxInt32 && *p < lo {
-				return 0, bad(field, "%d: must be at least %d", *p, lo)
-			}
-			if hi == maxInt32 {
-				return 0, bad(field, "%d: must be at least %d and at most %d (C's int)", *p, lo, hi)
-			}
-			return 0, bad(field, "%d: must be in [%d, %d]", *p, lo, hi)
-		}
-		return int32(*p), nil
-	}
+	intField := func(p *int, field string, lo, hi int) (int32, error) { return cInt(p, field, lo, hi, bad) }
 	boolField := func(p *bool) int32 {
 		if p == nil {
 			return capi.UndefInt
@@ -280,4 +266,23 @@ func (cfg *Config) device(def int) int {
 		return def
 	}
 	return *cfg.Device
+}
+
+// cInt is *p as a C int for a config field: capi.UndefInt (NCCL's
+// default) for nil, else *p checked against [lo, hi], bad making the error
+// that names the field.
+func cInt(p *int, field string, lo, hi int, bad func(field, format string, a ...any) error) (int32, error) {
+	if p == nil {
+		return capi.UndefInt, nil
+	}
+	if *p < lo || *p > hi {
+		if hi == maxInt32 && *p < lo {
+			return 0, bad(field, "%d: must be at least %d", *p, lo)
+		}
+		if hi == maxInt32 {
+			return 0, bad(field, "%d: must be at least %d and at most %d (C's int)", *p, lo, hi)
+		}
+		return 0, bad(field, "%d: must be in [%d, %d]", *p, lo, hi)
+	}
+	return int32(*p), nil
 }
