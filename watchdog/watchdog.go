@@ -231,16 +231,15 @@ type entry struct {
 	// A run: an entry without an event of its own stands for n operations
 	// (1: itself alone) the communicator recorded one after another on
 	// the same stream (consecutive serials, so consecutive flight-recorder
-	// entries), which the same later event follows; lastRef, lastE and
-	// lastSerial are the newest of them. Queuing one more into a run
+	// entries), which the same later event follows; lastRef and lastE
+	// are the newest of them when n > 1, whose serial is serial+n-1. Queuing one more into a run
 	// costs a few stores into the open run (Watchdog.open), not an entry:
 	// these fields come first, with e (its stream), so that those stores
 	// stay within the entry's first cache lines.
-	n          int
-	lastSerial uint64
-	lastRef    trace.Ref
-	lastE      trace.Event
-	e          trace.Event
+	n       int
+	lastRef trace.Ref
+	lastE   trace.Event
+	e       trace.Event
 
 	ev      *cuda.Event // the event that follows it: recorded after it on its stream, maybe shared with the operations before it there; nil: none yet
 	tr      *trace.Comm
@@ -255,8 +254,11 @@ func (en *entry) newest() entry {
 	if en.n <= 1 {
 		return *en
 	}
-	return entry{tr: en.tr, ref: en.lastRef, e: en.lastE, serial: en.lastSerial, n: 1, lastRef: en.lastRef, lastE: en.lastE, lastSerial: en.lastSerial}
+	return entry{tr: en.tr, ref: en.lastRef, e: en.lastE, serial: en.lastSerialOf(), n: 1}
 }
+
+// lastSerialOf is the serial of the run's newest operation.
+func (en *entry) lastSerialOf() uint64 { return en.serial + uint64(en.ops()) - 1 }
 
 // complete marks every operation of the run completed in the recorder.
 func (en *entry) complete() {
@@ -461,14 +463,14 @@ func (w *Watchdog) queued(op *nccl.QueuedOp) {
 		return
 	}
 	if w.open.n > 0 && op.OnStream && op.Event.Stream == w.open.e.Stream && op.Event.Group == 0 &&
-		w.serial == w.open.lastSerial && w.openFast == w.period+1 && len(w.deferred) == 0 &&
+		w.serial == w.open.lastSerialOf() && w.openFast == w.period+1 && len(w.deferred) == 0 &&
 		w.openEpoch == capi.CaptureEpoch.Load()+1 && !w.nonBlocking.Load() {
 		// The hot path: the next operation on the open run's stream, with
 		// nothing recorded between (the same decisions as below: no event
 		// due on the stream in this period, no capture begun since).
 		w.serial++
 		w.open.n++
-		w.open.lastRef, w.open.lastE, w.open.lastSerial = op.Ref, op.Event, w.serial
+		w.open.lastRef, w.open.lastE = op.Ref, op.Event
 		w.mu.Unlock()
 		if !op.Event.Watched {
 			op.Watch()
@@ -571,12 +573,12 @@ func (w *Watchdog) launchLocked(en entry, ss *streamState) {
 	if !en.e.Watched {
 		en.tr.Watch(en.ref) // the poller starts and completes it from now on
 	}
-	en.n, en.lastRef, en.lastE, en.lastSerial = 1, en.ref, en.e, en.serial
-	if en.ev == nil && w.open.n > 0 && w.open.e.Stream == en.e.Stream && w.open.lastSerial+1 == en.serial {
+	en.n = 1
+	if en.ev == nil && w.open.n > 0 && w.open.e.Stream == en.e.Stream && w.open.lastSerialOf()+1 == en.serial {
 		// The next operation of the open run's stream, recorded right
 		// after it: it joins the run.
 		w.open.n++
-		w.open.lastRef, w.open.lastE, w.open.lastSerial = en.ref, en.e, en.serial
+		w.open.lastRef, w.open.lastE = en.ref, en.e
 		w.setFastLocked(ss)
 		return
 	}
