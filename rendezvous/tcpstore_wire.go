@@ -43,7 +43,6 @@ package rendezvous
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 )
@@ -402,12 +401,6 @@ func (d *decoder) body(req *request, op queryType) error {
 		return protoErr("unknown command byte %d", uint8(op))
 	}
 	return err
-}
-
-// errors.Is helper for decode failures that mean "the peer is not a client".
-func isWireError(err error) bool {
-	var we *wireError
-	return errors.As(err, &we)
 }
 
 // Encoding: appendX add to a byte slice (one write per request or reply).
