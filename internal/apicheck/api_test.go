@@ -195,18 +195,9 @@ func goFiles(dir string) ([]string, error) {
 // for every platform count (build constraints are ignored: the API must not
 // differ between platforms).
 func exported(dir string) ([]string, error) {
-	paths, err := goFiles(dir)
+	files, err := parseDir(dir)
 	if err != nil {
 		return nil, err
-	}
-	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, p := range paths {
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
 	}
 	set := map[string]bool{}
 	add := func(kind, name string) { set[kind+" "+name] = true }
