@@ -5,8 +5,6 @@ package capi
 /*
 #include "collconfig.h"
 
-int capi_group_kept(void);
-
 // The config, the ext entries and the strings are read during the call
 // only (the shim copies them to its stack, or inside a group to a block
 // the group keeps), and nothing calls back into Go.

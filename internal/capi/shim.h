@@ -492,6 +492,10 @@ void capi_nonblocking_add(int delta);
 extern int capi_open_groups;
 // capi_group_depth: the calling thread's group nesting depth.
 int capi_group_depth(void);
+
+// capi_group_kept: the blocks (per-collective configs) the calling
+// thread's open group keeps until its end (group_keep in group.h).
+int capi_group_kept(void);
 // capi_group_id: the id of the calling thread's outermost open group
 // (distinct for every outermost group of the process), 0 outside a group.
 unsigned long long capi_group_id(void);
