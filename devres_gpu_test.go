@@ -106,3 +106,53 @@ func TestGPUDevResources(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 }
+
+// A device communicator made with the 2.31 requirement fields on a real
+// NCCL 2.31 (one rank): a custom GIN stride, an explicit GIN type and the
+// loaded library's own ncclDevComm_t layout, whose size is the one the
+// communicator's properties report (devCommRuntimeVersionSize). The
+// refusal on older releases is TestGPUVersionGates's.
+func TestGPUDevComm231Requirements(t *testing.T) {
+	r := gputest.Require(t)
+	if r < 23100 {
+		t.Skipf("the 2.31 requirement fields need NCCL 2.31.0, loaded %s (TestGPUVersionGates checks the refusal)", r)
+	}
+	c := initOne(t)
+	defer c.Destroy()
+	p, err := c.Properties()
+	if err != nil || p.DevCommRuntimeVersionSize == nil || *p.DevCommRuntimeVersionSize <= 0 {
+		t.Fatalf("NCCL %s: Properties = %+v, %v; want devCommRuntimeVersionSize", r, p, err)
+	}
+	lsa, err := c.TeamLSA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bar, err := nccl.LSABarrierResource(lsa, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{bar}, LSABarrierCount: nccl.Ptr(1),
+		GINCustomStride: nccl.Ptr(1), GINType: nccl.Ptr(nccl.GINNone), UseRuntimeVersion: nccl.Ptr(true)})
+	if err != nil {
+		t.Fatalf("NCCL %s: CreateDevComm with the 2.31 fields: %v", r, err)
+	}
+	if d.Size() != *p.DevCommRuntimeVersionSize {
+		t.Errorf("NCCL %s: device communicator of %d bytes, properties say %d", r, d.Size(), *p.DevCommRuntimeVersionSize)
+	}
+	if _, n, err := bar.Handle(); err != nil || n != 2 {
+		t.Errorf("LSA barrier count %d, %v; want 2", n, err)
+	}
+	t.Logf("NCCL %s: %v, declared %s, %d bytes", r, d, d.Declared(), d.Size())
+	if err := d.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	// The same without UseRuntimeVersion: the layout the binding declares.
+	d, err = c.CreateDevComm(&nccl.DevCommRequirements{GINCustomStride: nccl.Ptr(1)})
+	if err != nil {
+		t.Fatalf("NCCL %s: CreateDevComm with GINCustomStride: %v", r, err)
+	}
+	t.Logf("NCCL %s: declared layout: %v, %d bytes", r, d, d.Size())
+	if err := d.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
