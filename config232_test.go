@@ -104,8 +104,8 @@ func TestFakeConfigNVLSHostMode(t *testing.T) {
 			before := faketest.Calls(t, "ncclCommInitRankConfig")
 			_, err = nccl.Init(1, 0, id, &nccl.Config{NVLSHostMode: ptrNVLS(nccl.NVLSHostDisable)})
 			wantUnsupported(t, "NVLSHostMode on "+nccl.Release(r).String(), err, "ncclConfig_t.nvlsHostMode", 23203)
-			if err == nil || !strings.Contains(err.Error(), "2.32.3") {
-				t.Errorf("%v does not name 2.32.3", err)
+			if want := "nccl: ncclConfig_t.nvlsHostMode: requires NCCL 2.32.3, loaded " + nccl.Release(r).String(); err == nil || err.Error() != want {
+				t.Errorf("%v, want %q (the README's example)", err, want)
 			}
 			if n := faketest.Calls(t, "ncclCommInitRankConfig") - before; n != 0 {
 				t.Errorf("the refused Init called ncclCommInitRankConfig %d times", n)
