@@ -35,8 +35,8 @@ const (
 	// WindowCFTCounted registers the window against counted CFT logical
 	// endpoints instead of the default non-counted ones
 	// (NCCL_WIN_CFT_COUNTED; the value of nccl4py's
-	// WindowFlag.CFT_COUNTED). CFT needs Blackwell GPUs and CUDA 13.3.
-	// NCCL 2.32.3.
+	// WindowFlag.CFT_COUNTED). CFT needs Blackwell GPUs and CUDA 13.3
+	// (NCCL's release notes of 2.31.2). NCCL 2.32.3.
 	WindowCFTCounted WindowFlag = 0x08
 )
 
