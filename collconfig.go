@@ -128,11 +128,8 @@ func (cfg *CollConfig) encode(op string, r Release, dev int, in *capi.CollIn, ex
 	bad := func(field, format string, a ...any) error {
 		return argErr(op, "CollConfig."+field, format, a...)
 	}
-	l, ok := versions.CollConfigLayoutFor(int(r))
-	if !ok { // a library with the function, reporting an older release
-		l = versions.CollConfigLayouts[0]
-	}
-	in.Size, in.Version = uint32(l.Size), uint32(min(Release(l.From), r))
+	l, v := versions.CollConfigDeclared(int(r))
+	in.Size, in.Version = uint32(l.Size), uint32(v)
 	intField := func(p *int, field string, lo, hi int) (int32, error) { return cInt(p, field, lo, hi, bad) }
 	if in.MinCTAs, err = intField(cfg.MinCTAs, "MinCTAs", 1, maxInt32); err != nil {
 		return 0, 0, err

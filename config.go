@@ -181,7 +181,7 @@ func maxChannels(r Release) int {
 // encode validates cfg against the loaded release and builds the C config.
 // blocking reports whether the communicator is blocking (the default).
 func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, err error) {
-	out := capi.NewConfig(uint32(min(r, ABIRelease)))
+	out := capi.NewConfig(uint32(versions.ConfigVersion(int(r))))
 	if cfg == nil {
 		return &out, true, nil
 	}

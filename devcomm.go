@@ -20,7 +20,11 @@ import (
 // (INT_MIN), GINStrongSignalsRequired and GINVASignalsRequired true,
 // GINCustomStride 1, GINType [GINNone], CFTCaps [CFTNone], every other
 // count 0 and flag false. A field the loaded NCCL does not know makes
-// CreateDevComm fail with an error wrapping [ErrUnsupported] that names it.
+// CreateDevComm fail with an error wrapping [ErrUnsupported] that names it;
+// so does, with an [*UnknownLayoutError], a field it knows but the binding
+// does not send to it (the 2.31 fields, to a library newer than 2.31.2:
+// the ncclDevComm_t such a library writes for them is not established;
+// nccl4go info lists them).
 type DevCommRequirements struct {
 	// Resources are the resources the device communicator allocates for
 	// kernels (the resourceRequirementsList), made by [LSABarrierResource]
@@ -99,18 +103,15 @@ type DevCommRequirements struct {
 // size of a loaded release, with the version the binding declares.
 type devCommLayout struct {
 	versions.DevCommLayout
-	declared Release // min(ABIRelease, loaded)
+	declared Release // versions.DevCommDeclared's
 }
 
-// layoutFor picks the layout for loaded release r from the version table's
-// list (internal/versions.DevCommLayouts); a library that has
-// ncclDevCommCreate while reporting an older release gets the first.
-func layoutFor(r Release) devCommLayout {
-	l, ok := versions.DevCommLayoutFor(int(r))
-	if !ok {
-		l = versions.DevCommLayouts[0]
-	}
-	return devCommLayout{DevCommLayout: l, declared: devCommVersion(r)}
+// layoutFor is the layout the binding sends to loaded release r and the
+// version it declares (internal/versions.DevCommDeclared: the rule lives
+// there, beside the layouts); runtime asks for NCCL's own ncclDevComm_t.
+func layoutFor(r Release, runtime bool) devCommLayout {
+	l, v := versions.DevCommDeclared(int(r), runtime)
+	return devCommLayout{DevCommLayout: l, declared: Release(v)}
 }
 
 // runtimeSize reports whether NCCL writes the ncclDevComm_t in its own
@@ -118,40 +119,38 @@ func layoutFor(r Release) devCommLayout {
 // size) that is the library's own, or UseRuntimeVersion.
 func (l devCommLayout) runtimeSize() bool { return l.DevComm == 0 }
 
-// set231 names the first field of q newer than 2.30.7 that is set (other
-// than UseRuntimeVersion, whose false asks for nothing), or "".
-func (q *DevCommRequirements) set231() string {
+// unusedField names the first field of q that loaded release r has but
+// that the binding does not send to it, with why (versions.Feature.UseWith),
+// or "": useRuntimeVersion where the binding cannot read the size of the
+// ncclDevComm_t NCCL writes, and any field the declared layout l lacks.
+// UseRuntimeVersion false asks for nothing and is never refused.
+func (q *DevCommRequirements) unusedField(r Release, l devCommLayout) (field, why string) {
 	for _, f := range versions.Fields("ncclDevCommRequirements_t") {
-		if f.Since() > versions.DevCommCompat && f != versions.ReqsUseRuntimeVersion &&
-			!reflect.ValueOf(q).Elem().FieldByName(f.Field()).IsZero() {
-			return f.Field()
+		v := reflect.ValueOf(q).Elem().FieldByName(f.Field())
+		if v.IsZero() || (f == versions.ReqsUseRuntimeVersion && !v.Elem().Bool()) {
+			continue
+		}
+		if u := f.UseWith(int(r)); u.Has && !u.Used && (f == versions.ReqsUseRuntimeVersion || !has(l.declared, f)) {
+			return f.Field(), u.Why
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // encode validates q for loaded release r and lays it out.
 func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayout, error) {
-	l := layoutFor(r)
 	var z DevCommRequirements
 	if q == nil {
 		q = &z
 	}
+	runtime := q.UseRuntimeVersion != nil && *q.UseRuntimeVersion
+	l := layoutFor(r, runtime)
 	if err := checkFields(q, r); err != nil {
 		return nil, l, err
 	}
-	runtime := q.UseRuntimeVersion != nil && *q.UseRuntimeVersion
-	if l.runtimeSize() && l.declared != r && !runtime {
-		// A library newer than 2.31.2: the ncclDevComm_t it writes for a
-		// 2.31.2 declaration is not established, the 2.30.7 one is.
-		if f := q.set231(); f != "" {
-			return nil, l, argErr(op, "DevCommRequirements."+f, "NCCL %s is newer than the binding's newest "+
-				"requirements layout (%s), and the size of the ncclDevComm_t it writes for that layout is not "+
-				"established, so the binding declares %s there, which has no %s (UseRuntimeVersion would need "+
-				"the library to report its own size)", r, l.declared, Release(versions.DevCommCompat), f)
-		}
-		c, _ := versions.DevCommLayoutFor(versions.DevCommCompat)
-		l = devCommLayout{DevCommLayout: c, declared: versions.DevCommCompat}
+	if f, why := q.unusedField(r, l); f != "" {
+		return nil, l, &UnknownLayoutError{Op: op, Struct: "ncclDevComm_t", Loaded: r,
+			Reason: "DevCommRequirements." + f + " is not sent to it: " + why}
 	}
 	var err error
 	count := func(p *int, field string) int32 {
@@ -245,9 +244,6 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 		if err != nil {
 			return nil, l, err
 		}
-	}
-	if runtime {
-		l.DevComm = 0 // NCCL's own layout: it reports the size
 	}
 	// NCCL rejects GIN resources without GIN enabled
 	// (ncclDevrCommCreateInternal): say which field is missing first.

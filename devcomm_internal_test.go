@@ -181,14 +181,36 @@ func TestDevCommRequirementsEncoding231(t *testing.T) {
 	if _, _, err := (&DevCommRequirements{UseRuntimeVersion: Ptr(false)}).encode("test", 23203); err != nil {
 		t.Errorf("2.32.3, UseRuntimeVersion false: %v", err)
 	}
-	_, _, err = (&DevCommRequirements{GINType: Ptr(GINProxy)}).encode("test", 23203)
-	var ae *ArgError
-	if !errors.As(err, &ae) || ae.Arg != "DevCommRequirements.GINType" || !strings.Contains(err.Error(), "requirements layout (2.31.2)") || !strings.Contains(err.Error(), "declares 2.30.7 there, which has no GINType") {
-		t.Errorf("2.32.3, GINType without UseRuntimeVersion: %v", err)
+	// 2.32.3 has the 2.31 fields, but the binding does not send them: the
+	// ncclDevComm_t NCCL writes for a 2.31.2 declaration is not
+	// established, nor the ncclCommProperties_t layout that would report
+	// the size of its own (versions.DevCommDeclared, RuntimeSizeKnown).
+	for _, tc := range []struct {
+		q     *DevCommRequirements
+		field string
+	}{
+		{&DevCommRequirements{GINType: Ptr(GINProxy)}, "GINType"},
+		{&DevCommRequirements{GINType: Ptr(GINProxy), UseRuntimeVersion: Ptr(true)}, "UseRuntimeVersion"},
+		{&DevCommRequirements{UseRuntimeVersion: Ptr(true)}, "UseRuntimeVersion"},
+		{&DevCommRequirements{CFTBarrierCount: Ptr(0)}, "CFTBarrierCount"},
+	} {
+		_, _, err = tc.q.encode("test", 23203)
+		var le *UnknownLayoutError
+		if !errors.As(err, &le) || !errors.Is(err, ErrUnsupported) || le.Loaded != 23203 ||
+			!strings.Contains(le.Reason, "DevCommRequirements."+tc.field+" is not sent to it") ||
+			!strings.Contains(le.Reason, "so the binding declares 2.30.7") {
+			t.Errorf("2.32.3, %+v: %v", tc.q, err)
+		}
 	}
-	b, l, err = (&DevCommRequirements{GINType: Ptr(GINProxy), UseRuntimeVersion: Ptr(true)}).encode("test", 23203)
+	// A future 2.31 release reports its own ncclDevComm_t size: the 2.31
+	// fields go with UseRuntimeVersion, and only with it.
+	_, _, err = (&DevCommRequirements{GINType: Ptr(GINProxy)}).encode("test", 23105)
+	if le := (*UnknownLayoutError)(nil); !errors.As(err, &le) || !strings.Contains(le.Reason, "only with DevCommRequirements.UseRuntimeVersion") {
+		t.Errorf("2.31.5, GINType without UseRuntimeVersion: %v", err)
+	}
+	b, l, err = (&DevCommRequirements{GINType: Ptr(GINProxy), UseRuntimeVersion: Ptr(true)}).encode("test", 23105)
 	if err != nil || len(b) != 120 || l.declared != 23102 || l.DevComm != 0 || b[104] != 1 || i32(b, 100) != 2 {
-		t.Errorf("2.32.3 with UseRuntimeVersion: %d bytes, declared %s, devComm %d, %v", len(b), l.declared, l.DevComm, err)
+		t.Errorf("2.31.5 with UseRuntimeVersion: %d bytes, declared %s, devComm %d, %v", len(b), l.declared, l.DevComm, err)
 	}
 
 	// Fields and values newer than the release.

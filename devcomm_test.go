@@ -348,7 +348,7 @@ func TestFakeDevComm231Refusals(t *testing.T) {
 			t.Errorf("UseRuntimeVersion on 2.32.3: %v", err)
 		}
 		_, err = c.CreateDevComm(&nccl.DevCommRequirements{GINCustomStride: nccl.Ptr(2)})
-		if !errors.Is(err, nccl.ErrInvalidArgument) || !strings.Contains(err.Error(), "UseRuntimeVersion") {
+		if !errors.As(err, &le) || !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "GINCustomStride is not sent to it") {
 			t.Errorf("GINCustomStride on 2.32.3: %v", err)
 		}
 		if n := faketest.Calls(t, "ncclDevCommCreate"); n != 0 {

@@ -12,6 +12,7 @@ import (
 	"weak"
 
 	"github.com/nccl4go/nccl/internal/capi"
+	"github.com/nccl4go/nccl/internal/versions"
 )
 
 // Group runs fn between ncclGroupStart and ncclGroupEnd, so that NCCL
@@ -266,7 +267,7 @@ func GroupSimulate(fn func() error) (est time.Duration, err error) {
 		leftOpen := endLeftOpen(op, depth)
 		var t float32
 		st, used := endGroup(func() (st capi.Status) {
-			t, st = capi.GroupSimulateEnd(uint32(deviceAPIVersion(r)))
+			t, st = capi.GroupSimulateEnd(uint32(versions.SimInfoVersion(int(r))))
 			return st
 		})
 		var endErr error

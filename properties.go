@@ -61,11 +61,8 @@ func (c *Communicator) queryPropertiesLocked(op string) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	v := propsVersion(r)
-	l, ok := versions.PropsLayoutFor(int(v))
-	if !ok { // a library with the function, reporting an older release
-		l = versions.PropsLayouts[0]
-	}
+	l, declared := versions.PropsDeclared(int(r))
+	v := Release(declared)
 	raw, st := capi.CommQueryProperties(c.ptr, uint32(v), l.Family)
 	switch {
 	case st.Code == capi.Pending:
@@ -256,11 +253,10 @@ func (c *Communicator) RailedGINType() (GINType, error) {
 // report.
 func laterField(f versions.Feature) error {
 	r, _ := loaded()
-	if r >= 23200 && f.Since() >= 23100 {
-		// Not older than the field: the binding does not ask a 2.32
-		// library in the 2.31 layout (propsVersion).
-		return fmt.Errorf("nccl: %s: not read from NCCL %s: its layout of ncclCommProperties_t is not established, so the binding asks it in the 2.30 layout: %w",
-			f.Name(), r, ErrUnsupported)
+	if u := f.UseWith(int(r)); u.Has {
+		// The library has it, but the binding declares an older version
+		// (versions.PropsVersion).
+		return fmt.Errorf("nccl: %s: not read from NCCL %s: %s: %w", f.Name(), r, u.Why, ErrUnsupported)
 	}
 	return unsupportedFeature(f, r)
 }

@@ -394,9 +394,10 @@ func TestStructFieldsEncoded(t *testing.T) {
 			return fmt.Sprintf("%+v %+v %q", in, ext[:n], strs[:m]), err
 		}},
 		// GIN resources need a GIN connection from 2.29.7. The newest
-		// requirements layout is older than ABIRelease (devCommVersion).
+		// requirements layout is older than ABIRelease
+		// (versions.DevCommDeclared): encode for its release.
 		"ncclDevCommRequirements_t": {&DevCommRequirements{GINConnectionType: &full}, func(v any) (string, error) {
-			b, _, err := v.(*DevCommRequirements).encode("test", devCommVersion(ABIRelease))
+			b, _, err := v.(*DevCommRequirements).encode("test", Release(versions.DevCommLayouts[len(versions.DevCommLayouts)-1].From))
 			return fmt.Sprintf("% x", b), err
 		}},
 	}
@@ -436,7 +437,7 @@ func TestStructFieldsEncoded(t *testing.T) {
 // A library that has ncclDevCommCreate while reporting an older release
 // (a fake, a patched build) gets the first layout, never an empty one.
 func TestLayoutBeforeFirstRelease(t *testing.T) {
-	l := layoutFor(22702)
+	l := layoutFor(22702, false)
 	if l.DevCommLayout != versions.DevCommLayouts[0] || l.declared != 22702 {
 		t.Errorf("layoutFor(2.27.2) = %+v, want the first layout declaring 2.27.2", l)
 	}

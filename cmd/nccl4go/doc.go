@@ -5,7 +5,7 @@
 // Usage:
 //
 //	nccl4go info [--json] [--params]
-//	    show the NCCL library, CUDA driver and GPUs found (or what is missing), nccl4go's version and which gated NCCL features the library has
+//	    show the NCCL library, CUDA driver and GPUs found (or what is missing), nccl4go's version and which gated NCCL features it uses with the library
 //	nccl4go probe [--json] [--devices 0,1,...] [--timeout 60s]
 //	    create a communicator over the GPUs and show each rank's capabilities
 //	nccl4go perf TEST [flags]

@@ -361,7 +361,7 @@ func TestFakeInfoVersions(t *testing.T) {
 		}
 		for _, want := range []string{
 			"nccl4go      " + nccl.BindingVersion() + "  written against NCCL " + nccl.ABIRelease.String() + "'s ABI",
-			"NCCL 2.30.7 has, of the features nccl4go gates by release:",
+			"nccl4go uses with NCCL 2.30.7, of the features it gates by release:",
 			"lacks ginCustomStride (2.31.0), ginType (2.31.0),", "cftBarrierCount (2.31.2)\n",
 			"NCCL_GIN_CONNECTION_CUSTOM_STRIDE",
 		} {
@@ -383,8 +383,8 @@ func TestFakeInfoVersions(t *testing.T) {
 		total := 0
 		for i, g := range rep.NCCL.Features {
 			total += g.Of
-			if g.Has+len(g.Lacks) != g.Of {
-				t.Errorf("%s: has %d, lacks %d, of %d", g.Group, g.Has, len(g.Lacks), g.Of)
+			if g.Has+len(g.Lacks) != g.Of || g.Uses+len(g.NotUsed) != g.Has {
+				t.Errorf("%s: uses %d, not used %d, has %d, lacks %d, of %d", g.Group, g.Uses, len(g.NotUsed), g.Has, len(g.Lacks), g.Of)
 			}
 			for _, l := range g.Lacks {
 				if r, err := nccl.ParseRelease(l.Since); err != nil || r <= 23007 {
@@ -419,7 +419,7 @@ func TestFakeInfoVersions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(out, "written against NCCL "+nccl.ABIRelease.String()+"'s ABI") || strings.Contains(out, " has, of the features") {
+		if !strings.Contains(out, "written against NCCL "+nccl.ABIRelease.String()+"'s ABI") || strings.Contains(out, "of the features it gates") {
 			t.Errorf("without NCCL:\n%s", out)
 		}
 	})

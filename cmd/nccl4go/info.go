@@ -31,7 +31,8 @@ type ncclInfo struct {
 	Binding    string `json:"binding"`     // "v0.4.0", "(devel)"
 	ABIRelease string `json:"abi_release"` // "2.31.2"
 	// Features: which rows of the binding's version table the loaded
-	// release has, by group (info_versions.go); absent without NCCL.
+	// release has and which of those the binding uses with it, by group
+	// (info_versions.go); absent without NCCL.
 	Features []featureGroup `json:"features,omitempty"`
 }
 
@@ -57,12 +58,14 @@ type gpuInfo struct {
 // the driver or every GPU is missing.
 var infoCommand = &command{
 	name:     "info",
-	summary:  "show the NCCL library, CUDA driver and GPUs found (or what is missing), nccl4go's version and which gated NCCL features the library has",
+	summary:  "show the NCCL library, CUDA driver and GPUs found (or what is missing), nccl4go's version and which gated NCCL features it uses with the library",
 	synopsis: "[--json] [--params]",
 	about: `Show the NCCL library and the CUDA driver this program loads, and every visible GPU;
 nccl4go's own version and the NCCL release whose ABI it was written against; and, of the
 features nccl4go gates by NCCL release (struct fields, flags, data types, behaviours),
-how many the loaded NCCL has and which it lacks, with the release that added each.
+how many it uses with the loaded NCCL: which the library lacks, with the release that
+added each, and which it has but nccl4go does not use with it (a struct field of a
+layout nccl4go does not declare to that release), with why.
 Where something is missing it says what, and how to fix it, and still exits 0.`,
 	flags: func(fs *pflag.FlagSet) action {
 		var jsonOut, params bool
