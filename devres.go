@@ -235,7 +235,7 @@ func (r *DevResource) Handle() (bufHandle uint32, count int, err error) {
 // [ErrInvalidUsage].
 func (r *DevResource) GINSignal() (uint32, error) {
 	const op = "DevResource.GINSignal"
-	if r != nil && r.kind != kindGINBarrier {
+	if r != nil && r.mem.Addr() != 0 && r.kind != kindGINBarrier {
 		return 0, fmt.Errorf("nccl: %s: %s %s resource has no GIN signals (its handle is a buffer: use Handle): %w", op, r.article(), r.kind, ErrInvalidUsage)
 	}
 	h, err := r.readHandle(op)

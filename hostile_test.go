@@ -328,7 +328,9 @@ func TestHostileCountPastIntMessage(t *testing.T) {
 func TestHostileZeroValueResourceMethods(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
 		_, _, err := (&nccl.DevResource{}).Handle()
-		wantArgErr(t, err, "DevResource.Handle", "resource", "not made by LSABarrierResource or LLA2AResource")
+		wantArgErr(t, err, "DevResource.Handle", "resource", "not made by LSABarrierResource, LLA2AResource or GINBarrierResource")
+		_, err = (&nccl.DevResource{}).GINSignal()
+		wantArgErr(t, err, "DevResource.GINSignal", "resource", "not made by")
 		var arg [8]byte
 		_, err = (&nccl.DevResource{}).PutKernelArg(arg[:])
 		wantArgErr(t, err, "DevResource.PutKernelArg", "resource", "not made by")
