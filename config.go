@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/nccl4go/nccl/internal/capi"
@@ -9,11 +10,8 @@ import (
 )
 
 // Config sets up a communicator (ncclConfig_t, every field up to NCCL
-// 2.31.2). NCCL 2.32.3's nvlsHostMode is not offered: the values of
-// ncclNvlsHostMode_t are not established from a source the binding trusts,
-// and the binding never sends it (a 2.32 library keeps its default). Unlike
-// [CollConfig], ncclConfig_t has no vendor extension list (no ext member in
-// any release). A nil field keeps NCCL's default, as NCCL_CONFIG_INITIALIZER
+// 2.32.3). Unlike [CollConfig], ncclConfig_t has no vendor extension list
+// (no ext member in any release). A nil field keeps NCCL's default, as NCCL_CONFIG_INITIALIZER
 // leaves it; the binding never sends a zero NCCL did not ask for. Set fields
 // with new(v) (Go 1.26) or [Ptr](v).
 //
@@ -102,6 +100,16 @@ type Config struct {
 	// notes of 2.31.2): [HostCFTEnable], [HostCFTDisable] or
 	// [HostCFTFallback]. Unset is NCCL's default. NCCL 2.31.2.
 	HostCFTMode *HostCFTMode
+	// NVLSHostMode is ncclConfig_t.nvlsHostMode, which parts of NVLink
+	// SHARP (NVLS) NCCL's host side uses for this communicator:
+	// [NVLSHostEnable], [NVLSHostDisableTransport] and
+	// [NVLSHostDisableSymmetricMultimem] (combined with |), or
+	// [NVLSHostDisable]; any other value fails with [ErrInvalidArgument]
+	// naming the field, before NCCL is called. Unset is NCCL's default
+	// (NVIDIA's documentation: currently as NVLSHostEnable). The binding
+	// sends it in NCCL 2.32.3's 120-byte ncclConfig_t, and sends an older
+	// library its 112-byte layout. NCCL 2.32.3.
+	NVLSHostMode *NVLSHostMode
 }
 
 // HostCFTMode is ncclHostCftMode_t ([Config.HostCFTMode], NCCL 2.31.2).
@@ -113,6 +121,32 @@ const (
 	HostCFTEnable   HostCFTMode = 1 // ncclHostCftModeEnable
 	HostCFTDisable  HostCFTMode = 2 // ncclHostCftModeDisable
 	HostCFTFallback HostCFTMode = 3 // ncclHostCftModeFallback
+)
+
+// NVLSHostMode is ncclNvlsHostMode_t ([Config.NVLSHostMode], NCCL 2.32.3):
+// a bitmask of host NVLS parts to turn off. NVIDIA's documentation: the
+// flags do not change the communicator's reported multimem support
+// ([Communicator.MultimemSupport]) nor stop device-API calls from
+// allocating multimem resources.
+type NVLSHostMode int32
+
+// Host NVLS modes (the values of nccl4py's NcclNvlsHostMode, NVIDIA's
+// documentation of NCCL 2.32; unset is NCCL's default,
+// NCCL_CONFIG_UNDEF_INT).
+const (
+	// NVLSHostEnable uses every host NVLS part (ncclNvlsHostModeEnable).
+	NVLSHostEnable NVLSHostMode = 0
+	// NVLSHostDisableTransport turns off the NVLS collective transport and
+	// its registered-buffer optimization: no NVLS, NVLS_TREE or multi-RPN
+	// PAT algorithm (ncclNvlsHostModeDisableTransport).
+	NVLSHostDisableTransport NVLSHostMode = 1
+	// NVLSHostDisableSymmetricMultimem turns off multimem in NCCL's
+	// symmetric kernels and copy-engine collectives
+	// (ncclNvlsHostModeDisableSymmetricMultimem).
+	NVLSHostDisableSymmetricMultimem NVLSHostMode = 2
+	// NVLSHostDisable turns off every host NVLS part, present and future:
+	// all non-reserved bits (ncclNvlsHostModeDisable, INT_MAX).
+	NVLSHostDisable NVLSHostMode = math.MaxInt32
 )
 
 // maxInt32 bounds what a C int argument can hold.
@@ -249,6 +283,13 @@ func (cfg *Config) encode(op string, r Release) (c *capi.Config, blocking bool, 
 			return nil, false, bad("HostCFTMode", "%d: not HostCFTEnable (1), HostCFTDisable (2) or HostCFTFallback (3)", int32(m))
 		}
 		out.HostCftMode = int32(m)
+	}
+	if cfg.NVLSHostMode != nil {
+		m := *cfg.NVLSHostMode
+		if m != NVLSHostDisable && m&^(NVLSHostDisableTransport|NVLSHostDisableSymmetricMultimem) != 0 {
+			return nil, false, bad("NVLSHostMode", "%#x: not NVLSHostDisable nor a combination of NVLSHostDisableTransport (1) and NVLSHostDisableSymmetricMultimem (2)", int32(m))
+		}
+		out.NvlsHostMode = int32(m)
 	}
 	return &out, blocking, nil
 }

@@ -20,7 +20,7 @@ func unsetConfig(r nccl.Release) capi.Config {
 		SplitShare: undef, TrafficClass: undef, CollnetEnable: undef, CTAPolicy: undef, ShrinkShare: undef,
 		NvlsCTAs: undef, NChannelsPerNetPeer: undef, NvlinkCentricSched: undef, GraphUsageMode: undef,
 		NumRmaCtx: undef, MaxP2pPeers: undef, GraphStreamOrdering: undef, LaunchOrderImplicit: undef, NumRmaSig: undef,
-		RmaEagerInit: undef, HostCftMode: undef,
+		RmaEagerInit: undef, HostCftMode: undef, NvlsHostMode: undef,
 	}
 }
 
@@ -72,6 +72,7 @@ func TestConfigEveryField(t *testing.T) {
 		TrafficClass: 105, CommName: "world", CollnetEnable: 0, CTAPolicy: 3, ShrinkShare: 1, NvlsCTAs: 16,
 		NChannelsPerNetPeer: 4, NvlinkCentricSched: 1, GraphUsageMode: 1, NumRmaCtx: 2, MaxP2pPeers: 8,
 		GraphStreamOrdering: 0, LaunchOrderImplicit: undef, NumRmaSig: undef, RmaEagerInit: undef, HostCftMode: undef,
+		NvlsHostMode: undef,
 	}
 	if got != want || !blocking {
 		t.Errorf("encoded %+v (blocking %v), want %+v", got, blocking, want)
@@ -139,7 +140,7 @@ func TestConfig231Fields(t *testing.T) {
 	if got != want {
 		t.Errorf("encoded %+v, want %+v", got, want)
 	}
-	// 2.32.3 is declared as itself (its nvlsHostMode is never sent).
+	// 2.32.3 is declared as itself.
 	if got, _ := encodeConfig(t, cfg, 23203); got.Version != 23203 {
 		t.Errorf("version for 2.32.3: %d", got.Version)
 	}
@@ -151,7 +152,7 @@ func TestConfig231Fields(t *testing.T) {
 // End to end on the fakes of 2.31.0a16, 2.31.2 and 2.32.3: the library
 // reads the 2.31 fields (it rejects what NCCL's parseCommConfig rejects, so
 // a field landing in the wrong slot fails there) and accepts the binding's
-// 112-byte struct declaring each release.
+// struct declaring each release (112 bytes; 120 for 2.32.3).
 func TestConfig231AcceptedByLibrary(t *testing.T) {
 	for _, release := range []int{23100, 23102, 23203} {
 		faketest.Run(t, faketest.Env{Release: release}, func(t *testing.T) {
@@ -219,6 +220,7 @@ func TestConfigFieldNewerThanLibrary(t *testing.T) {
 		{&nccl.Config{NumRMASig: nccl.Ptr(4)}, 23007, "ncclConfig_t.numRmaSig", 23100},
 		{&nccl.Config{RMAEagerInit: nccl.Ptr(true)}, 23007, "ncclConfig_t.rmaEagerInit", 23100},
 		{&nccl.Config{HostCFTMode: ptrCFT(nccl.HostCFTFallback)}, 23100, "ncclConfig_t.hostCftMode", 23102},
+		{&nccl.Config{NVLSHostMode: ptrNVLS(nccl.NVLSHostEnable)}, 23102, "ncclConfig_t.nvlsHostMode", 23203},
 		{&nccl.Config{CTAPolicy: &zero}, 22703, "NCCL_CTA_POLICY_ZERO", 22803},
 		{&nccl.Config{CTAPolicy: &both}, 22803, "combined CTA policies", 22902},
 	}

@@ -14,8 +14,17 @@ import (
 // GPU tests of devcomm.go.
 
 // devCommSize is the ncclDevComm_t size of release r.
-func devCommSize(r nccl.Release) int {
+// From 2.31 NCCL writes its own layout, whose size the communicator's
+// properties report (devCommRuntimeVersionSize: 256 bytes on 2.31.0a16).
+func devCommSize(t *testing.T, r nccl.Release, c *nccl.Communicator) int {
+	t.Helper()
 	switch {
+	case r >= 23100:
+		p, err := c.Properties()
+		if err != nil || p.DevCommRuntimeVersionSize == nil {
+			t.Fatalf("NCCL %s: Properties = %+v, %v; want devCommRuntimeVersionSize", r, p, err)
+		}
+		return *p.DevCommRuntimeVersionSize
 	case r < 22807:
 		return 88
 	case r < 22905:
@@ -52,8 +61,8 @@ func checkDevComm(t *testing.T, r nccl.Release, c *nccl.Communicator, rank, n in
 	case err != nil:
 		t.Fatalf("rank %d: CreateDevComm: %v", rank, err)
 	}
-	if d.Size() != devCommSize(r) {
-		t.Errorf("Size %d on NCCL %s, want %d", d.Size(), r, devCommSize(r))
+	if want := devCommSize(t, r, c); d.Size() != want {
+		t.Errorf("Size %d on NCCL %s, want %d", d.Size(), r, want)
 	}
 	b, err := d.Bytes()
 	if err != nil || len(b) != d.Size() {

@@ -46,20 +46,3 @@ func TestFakeSetEncryption(t *testing.T) {
 		}
 	})
 }
-
-// RegisterWindow refuses NCCL 2.32.3's NCCL_WIN_GIN_ONLY (0x04) and
-// NCCL_WIN_CFT_COUNTED (0x08), whose values are not established, before
-// calling NCCL.
-func TestFakeWindowFlags2323Refused(t *testing.T) {
-	faketest.Run(t, faketest.Env{Release: 23203}, func(t *testing.T) {
-		c := fakeComm(t, 2, 0, nil)
-		buf := mustMemAlloc[float32](t, 0, 1024)
-		for _, f := range []nccl.WindowFlag{0x04, 0x08, nccl.WindowCollSymmetric | 0x04} {
-			_, err := c.RegisterWindow(nccl.BufferOf(buf), f)
-			wantArg(t, "window flag", err, "flags")
-		}
-		if n := faketest.Calls(t, "ncclCommWindowRegister"); n != 0 {
-			t.Errorf("ncclCommWindowRegister called %d times", n)
-		}
-	})
-}

@@ -3,6 +3,8 @@ package nccl_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -185,8 +187,8 @@ func TestFakeWindow(t *testing.T) {
 		}
 
 		// Bad input.
-		_, err = c.RegisterWindow(nccl.BufferOf(buf), 8)
-		wantArg(t, "flags 8", err, "flags")
+		_, err = c.RegisterWindow(nccl.BufferOf(buf), 0x10)
+		wantArg(t, "flags 0x10", err, "flags")
 		part, _ := buf.Sub(1, 100)
 		_, err = c.RegisterWindow(nccl.BufferOf(part), 0)
 		wantArg(t, "unaligned buffer", err, "buf")
@@ -235,6 +237,69 @@ func TestFakeWindow(t *testing.T) {
 		c := fakeComm(t, 1, 0, nil)
 		_, err := c.RegisterWindow(nccl.BufferOf(mustMemAlloc[uint8](t, 0, 4096)), nccl.WindowStrictOrdering)
 		wantUnsupported(t, "WindowStrictOrdering on 2.29.3", err, "NCCL_WIN_STRICT_ORDERING", 22907)
+	})
+}
+
+// NCCL 2.32.3's window flags: WindowGINOnly (0x04) and WindowCFTCounted
+// (0x08) reach ncclCommWindowRegister as nccl4py's WindowFlag values, alone
+// and combined with the older flags; before 2.32.3 each is refused with an
+// UnsupportedError naming it and 2.32.3, and an unknown bit with an
+// ArgError, without calling NCCL.
+func TestFakeWindowFlags2323(t *testing.T) {
+	if nccl.WindowGINOnly != 0x04 || nccl.WindowCFTCounted != 0x08 {
+		t.Fatalf("WindowGINOnly %#x, WindowCFTCounted %#x; want nccl4py's WindowFlag.GIN_ONLY 4 and CFT_COUNTED 8",
+			int(nccl.WindowGINOnly), int(nccl.WindowCFTCounted))
+	}
+	flags := []nccl.WindowFlag{nccl.WindowGINOnly, nccl.WindowCFTCounted,
+		nccl.WindowCollSymmetric | nccl.WindowStrictOrdering | nccl.WindowGINOnly | nccl.WindowCFTCounted}
+	faketest.Run(t, faketest.Env{Release: 23203}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		buf := mustMemAlloc[float32](t, 0, 1024)
+		for _, f := range flags {
+			w, err := c.RegisterWindow(nccl.BufferOf(buf), f)
+			if err != nil {
+				t.Fatalf("RegisterWindow(%#x): %v", int(f), err)
+			}
+			if w.Flags() != f {
+				t.Errorf("Flags() = %#x, want %#x", int(w.Flags()), int(f))
+			}
+			if err := w.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+		var got []string
+		for _, l := range faketest.LogLines(t) {
+			if strings.HasPrefix(l, "window ") {
+				got = append(got, l)
+			}
+		}
+		want := []string{"window ncclCommWindowRegister flags=0x4", "window ncclCommWindowRegister flags=0x8",
+			"window ncclCommWindowRegister flags=0xf"}
+		if !slices.Equal(got, want) {
+			t.Errorf("NCCL got %q, want %q", got, want)
+		}
+		_, err := c.RegisterWindow(nccl.BufferOf(buf), 0x10)
+		wantArg(t, "flag 0x10 on 2.32.3", err, "flags")
+	})
+	faketest.Run(t, faketest.Env{Release: 23102}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		buf := mustMemAlloc[float32](t, 0, 1024)
+		for _, tc := range []struct {
+			f    nccl.WindowFlag
+			name string
+		}{
+			{nccl.WindowGINOnly, "NCCL_WIN_GIN_ONLY"}, {nccl.WindowCFTCounted, "NCCL_WIN_CFT_COUNTED"},
+			{nccl.WindowCollSymmetric | nccl.WindowCFTCounted, "NCCL_WIN_CFT_COUNTED"},
+		} {
+			_, err := c.RegisterWindow(nccl.BufferOf(buf), tc.f)
+			wantUnsupported(t, fmt.Sprintf("flags %#x on 2.31.2", int(tc.f)), err, tc.name, 23203)
+			if err == nil || !strings.Contains(err.Error(), "requires NCCL 2.32.3, loaded 2.31.2") {
+				t.Errorf("%v does not say 2.32.3 is needed", err)
+			}
+		}
+		if n := faketest.Calls(t, "ncclCommWindowRegister"); n != 0 {
+			t.Errorf("ncclCommWindowRegister called %d times", n)
+		}
 	})
 }
 

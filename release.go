@@ -75,9 +75,9 @@ func deviceAPIVersion(loaded Release) Release { return min(loaded, deviceABIRele
 // [23000, 23007] the 2.30 layout, [23100, library] the 144-byte one) gets
 // its own release and the 144-byte struct (versions.PropsLayouts); the
 // others min(loaded, 2.30.7): 2.32.3 appends fields whose layout and
-// compat table are not established (/work/wt/abi231.md §5), so a 2.32
-// library is asked in the 2.30 layout, as before 2.31, and the 2.31 fields
-// are reported as not available.
+// compat table are not established (internal/versions/ABI-2.31-2.32.md
+// §5), so a 2.32 library is asked in the 2.30 layout, as before 2.31, and
+// the 2.31 fields are reported as not available.
 func propsVersion(loaded Release) Release {
 	if loaded >= 23100 && loaded < 23200 {
 		return loaded

@@ -340,7 +340,7 @@ func TestShimStructCommentsMatchVersionTable(t *testing.T) {
 			}
 		}
 	}
-	checkStruct("capi_config_v23102", "ncclConfig_t.")
+	checkStruct("capi_config_v23203", "ncclConfig_t.")
 	checkStruct("capi_devcomm_reqs_v23102", "ncclDevCommRequirements_t.")
 	checkStruct("capi_props_v23100", "ncclCommProperties_t.")
 	checkStruct("capi_coll_config_v23203", "ncclCollConfig_t.")

@@ -10,15 +10,10 @@ import (
 	"github.com/nccl4go/nccl/internal/versions"
 )
 
-// WindowFlag is a set of NCCL_WIN_* flags for RegisterWindow.
-//
-// NCCL 2.32.3's NCCL_WIN_GIN_ONLY (a window for GIN only) and
-// NCCL_WIN_CFT_COUNTED (CFT counted writes) are not offered: their names
-// come from NVIDIA's release notes, but their values only from third-party
-// code, not from NVIDIA's headers. A wrong value would register a window
-// for other uses than asked without any error, so RegisterWindow refuses
-// every bit but [WindowCollSymmetric] and [WindowStrictOrdering] (an
-// [*ArgError]) until the values are established.
+// WindowFlag is a set of NCCL_WIN_* flags for [Communicator.RegisterWindow],
+// combined with |. A flag newer than the loaded NCCL is refused with an
+// [*UnsupportedError] naming it and its first release, an unknown bit with
+// an [*ArgError], both before NCCL is called.
 type WindowFlag int
 
 // Window flags.
@@ -33,7 +28,27 @@ const (
 	// WindowStrictOrdering orders the window's operations strictly
 	// (NCCL_WIN_STRICT_ORDERING). NCCL 2.29.7.
 	WindowStrictOrdering WindowFlag = 0x02
+	// WindowGINOnly registers the window for GIN (GPU-initiated
+	// networking) access only (NCCL_WIN_GIN_ONLY; the value of nccl4py's
+	// WindowFlag.GIN_ONLY). NCCL 2.32.3.
+	WindowGINOnly WindowFlag = 0x04
+	// WindowCFTCounted registers the window against counted CFT logical
+	// endpoints instead of the default non-counted ones
+	// (NCCL_WIN_CFT_COUNTED; the value of nccl4py's
+	// WindowFlag.CFT_COUNTED). CFT needs Blackwell GPUs and CUDA 13.3
+	// (NCCL's release notes of 2.31.2). NCCL 2.32.3.
+	WindowCFTCounted WindowFlag = 0x08
 )
+
+// windowFlagGates are the window flags newer than RegisterWindow itself.
+var windowFlagGates = [...]struct {
+	flag WindowFlag
+	f    versions.Feature
+}{
+	{WindowStrictOrdering, versions.WindowStrictOrdering},
+	{WindowGINOnly, versions.WindowGINOnly},
+	{WindowCFTCounted, versions.WindowCFTCounted},
+}
 
 // windowAlignment is NCCL_WIN_REQUIRED_ALIGNMENT ([versions.WindowAlignment]): a window's buffer
 // starts this many bytes (a multiple) from its cuMem allocation's start.
@@ -90,7 +105,8 @@ var windowKind = asyncKind{
 // returns a [Window] known at the group's end. It returns a Window or an
 // error, never neither: a Destroy or Abort of another goroutine that closes
 // the window before the call returns makes it fail with [ErrClosed].
-// NCCL 2.27.3 ([WindowStrictOrdering]: 2.29.7).
+// NCCL 2.27.3 ([WindowStrictOrdering]: 2.29.7; [WindowGINOnly] and
+// [WindowCFTCounted]: 2.32.3).
 func (c *Communicator) RegisterWindow(b Buffer, flags WindowFlag) (*Window, error) {
 	return c.registerWindow(context.Background(), started, b, flags)
 }
@@ -107,8 +123,8 @@ func (c *Communicator) RegisterWindowContext(ctx context.Context, b Buffer, flag
 // registerWindow is ncclCommWindowRegister, finished as m says.
 func (c *Communicator) registerWindow(ctx context.Context, m mode, b Buffer, flags WindowFlag) (*Window, error) {
 	const op = "RegisterWindow"
-	if flags&^(WindowCollSymmetric|WindowStrictOrdering) != 0 {
-		return nil, argErr(op, "flags", "%#x: not a combination of WindowCollSymmetric and WindowStrictOrdering", int(flags))
+	if flags&^(WindowCollSymmetric|WindowStrictOrdering|WindowGINOnly|WindowCFTCounted) != 0 {
+		return nil, argErr(op, "flags", "%#x: not a combination of WindowCollSymmetric, WindowStrictOrdering, WindowGINOnly and WindowCFTCounted", int(flags))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -117,9 +133,11 @@ func (c *Communicator) registerWindow(ctx context.Context, m mode, b Buffer, fla
 	if err != nil {
 		return nil, err
 	}
-	if flags&WindowStrictOrdering != 0 {
-		if err := need(r, versions.WindowStrictOrdering); err != nil {
-			return nil, err
+	for _, g := range windowFlagGates {
+		if flags&g.flag != 0 {
+			if err := need(r, g.f); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return createAsync(ctx, m, c, &windowKind, takePrepared, func(ptr uintptr) (*Window, capi.Status, bool, error) {

@@ -399,6 +399,21 @@ func TestFakeInfoVersions(t *testing.T) {
 			t.Errorf("the groups hold %d rows, the table %d", total, versions.NumFeatures)
 		}
 	})
+	// 2.31.2 lacks 2.32.3's config field and window flags; 2.32.3 lacks
+	// none of them.
+	for _, r := range []int{23102, 23203} {
+		faketest.Run(t, faketest.Env{Release: r, Devices: 1}, func(t *testing.T) {
+			out, _, err := runCLI(t, "info")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"nvlsHostMode (2.32.3)", "NCCL_WIN_GIN_ONLY (2.32.3)", "NCCL_WIN_CFT_COUNTED (2.32.3)"} {
+				if got := strings.Contains(out, name); got != (r < 23203) {
+					t.Errorf("NCCL %s: info lists %q as lacking: %v", nccl.Release(r), name, got)
+				}
+			}
+		})
+	}
 	faketest.Run(t, faketest.Env{NoNCCL: true, Devices: 1}, func(t *testing.T) {
 		out, _, err := runCLI(t, "info")
 		if err != nil {

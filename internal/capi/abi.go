@@ -39,13 +39,23 @@ func internCString(s string) *C.char {
 	return p
 }
 
+// ConfigSize is the size of ncclConfig_t the binding sends with a config
+// declaring version: 120 bytes (nvlsHostMode's layout) from 2.32.3, else 112
+// (up to hostCftMode), which older libraries clamp to their own size.
+func ConfigSize(version uint32) int {
+	if version >= ConfigV23203 {
+		return C.sizeof_capi_config_v23203
+	}
+	return C.CAPI_CONFIG_SIZE_V23102
+}
+
 // c builds the C struct NCCL reads during the call (it copies what it keeps).
-func (c *Config) c() *C.capi_config_v23102 {
+func (c *Config) c() *C.capi_config_v23203 {
 	if c == nil {
 		return nil
 	}
-	return &C.capi_config_v23102{
-		size:                C.size_t(C.sizeof_capi_config_v23102),
+	return &C.capi_config_v23203{
+		size:                C.size_t(ConfigSize(c.Version)),
 		magic:               APIMagic,
 		version:             C.uint(c.Version),
 		blocking:            C.int(c.Blocking),
@@ -70,6 +80,7 @@ func (c *Config) c() *C.capi_config_v23102 {
 		numRmaSig:           C.int(c.NumRmaSig),
 		rmaEagerInit:        C.int(c.RmaEagerInit),
 		hostCftMode:         C.int(c.HostCftMode),
+		nvlsHostMode:        C.int(c.NvlsHostMode),
 	}
 }
 
@@ -189,7 +200,7 @@ func TeamListOffset(family int) int {
 
 // Layouts returns the layout of every versioned struct of the shim.
 func Layouts() map[string]Layout {
-	var cfg C.capi_config_v23102
+	var cfg C.capi_config_v23203
 	var p1 C.capi_props_v22902
 	var p2 C.capi_props_v22907
 	var p3 C.capi_props_v23100
@@ -205,7 +216,7 @@ func Layouts() map[string]Layout {
 	return map[string]Layout{
 		"ncclUniqueId":  {unsafe.Sizeof(uid), map[string]uintptr{"internal": unsafe.Offsetof(uid.internal)}},
 		"ncclDevComm_t": {unsafe.Sizeof(dc), map[string]uintptr{}},
-		"ncclConfig_t/v23102": {unsafe.Sizeof(cfg), map[string]uintptr{
+		"ncclConfig_t/v23203": {unsafe.Sizeof(cfg), map[string]uintptr{
 			"size": unsafe.Offsetof(cfg.size), "magic": unsafe.Offsetof(cfg.magic),
 			"version": unsafe.Offsetof(cfg.version), "blocking": unsafe.Offsetof(cfg.blocking),
 			"cgaClusterSize": unsafe.Offsetof(cfg.cgaClusterSize), "minCTAs": unsafe.Offsetof(cfg.minCTAs),
@@ -219,6 +230,7 @@ func Layouts() map[string]Layout {
 			"maxP2pPeers": unsafe.Offsetof(cfg.maxP2pPeers), "graphStreamOrdering": unsafe.Offsetof(cfg.graphStreamOrdering),
 			"launchOrderImplicit": unsafe.Offsetof(cfg.launchOrderImplicit), "numRmaSig": unsafe.Offsetof(cfg.numRmaSig),
 			"rmaEagerInit": unsafe.Offsetof(cfg.rmaEagerInit), "hostCftMode": unsafe.Offsetof(cfg.hostCftMode),
+			"nvlsHostMode": unsafe.Offsetof(cfg.nvlsHostMode),
 		}},
 		"ncclCommProperties_t/v23100": {unsafe.Sizeof(p3), map[string]uintptr{
 			"size": unsafe.Offsetof(p3.size), "magic": unsafe.Offsetof(p3.magic), "version": unsafe.Offsetof(p3.version),

@@ -1,6 +1,6 @@
 // nccl4go C shim: the per-collective config (ncclCollConfig_t and the eight
 // nccl*Config functions; NCCL 2.31.0, as STyGIANet/nccl 2.31.0a16 reports
-// it, and 2.31.2). The facts are in /work/wt/abi231.md §3.
+// it, and 2.31.2). The facts are in internal/versions/ABI-2.31-2.32.md §3.
 //
 // NCCL reads the config, its algSelection string and its ext list only
 // during the call (NVIDIA's documentation: "must keep them valid for the

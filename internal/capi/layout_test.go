@@ -28,22 +28,23 @@ var wantLayouts = map[string]layoutWant{
 	// §3.8: 256 bytes cover every release's ncclDevComm_t (88 to 240).
 	"ncclDevComm_t": {256, map[string]uintptr{}},
 	// §3.2: ncclConfig_t as of 2.30.7 (96 bytes), then 2.31.2's fields
-	// (/work/wt/abi231.md §4: 112 bytes).
-	"ncclConfig_t/v23102": {112, map[string]uintptr{
+	// (112 bytes) and 2.32.3's nvlsHostMode (120 bytes)
+	// (internal/versions/ABI-2.31-2.32.md §4).
+	"ncclConfig_t/v23203": {120, map[string]uintptr{
 		"size": 0, "magic": 8, "version": 12, "blocking": 16, "cgaClusterSize": 20, "minCTAs": 24, "maxCTAs": 28,
 		"netName": 32, "splitShare": 40, "trafficClass": 44, "commName": 48, "collnetEnable": 56, "CTAPolicy": 60,
 		"shrinkShare": 64, "nvlsCTAs": 68, "nChannelsPerNetPeer": 72, "nvlinkCentricSched": 76,
 		"graphUsageMode": 80, "numRmaCtx": 84, "maxP2pPeers": 88, "graphStreamOrdering": 92,
-		"launchOrderImplicit": 96, "numRmaSig": 100, "rmaEagerInit": 104, "hostCftMode": 108,
+		"launchOrderImplicit": 96, "numRmaSig": 100, "rmaEagerInit": 104, "hostCftMode": 108, "nvlsHostMode": 112,
 	}},
-	// abi231.md §5: ncclCommProperties_t of 2.31.0a16 and 2.31.2.
+	// ABI-2.31-2.32.md §5: ncclCommProperties_t of 2.31.0a16 and 2.31.2.
 	"ncclCommProperties_t/v23100": {144, map[string]uintptr{
 		"size": 0, "magic": 8, "version": 12, "rank": 16, "nRanks": 20, "cudaDev": 24, "nvmlDev": 28,
 		"deviceApiSupport": 32, "multimemSupport": 33, "ginType": 36, "nLsaTeams": 40, "hostRmaSupport": 44,
 		"railedGinType": 48, "commHash": 56, "ginMinStride": 64, "ginConnectionType": 68, "ginSupport": 72,
 		"devCommRuntimeVersionSize": 136,
 	}},
-	// abi231.md §3: ncclCollConfig_t of 2.32.3 (40 bytes in 2.31.0a16, 64
+	// ABI-2.31-2.32.md §3: ncclCollConfig_t of 2.32.3 (40 bytes in 2.31.0a16, 64
 	// in 2.31.2), and ncclConfigExt_t.
 	"ncclCollConfig_t/v23203": {72, map[string]uintptr{
 		"size": 0, "magic": 8, "version": 12, "ext": 16, "minCTAs": 24, "maxCTAs": 28, "nvlsCTAs": 32,
@@ -118,6 +119,28 @@ func TestLayouts(t *testing.T) {
 		if _, ok := wantLayouts[name]; !ok {
 			t.Errorf("%s: a layout this test does not pin", name)
 		}
+	}
+}
+
+// The binding sends ncclConfig_t's 120 bytes only with a config declaring
+// 2.32.3 or later, the 112 bytes up to hostCftMode (2.31's ncclConfig_t)
+// otherwise: a 2.31 library never gets a struct larger than its own.
+func TestConfigSize(t *testing.T) {
+	l := capi.Layouts()["ncclConfig_t/v23203"]
+	for _, tc := range []struct {
+		version uint32
+		size    int
+	}{{21901, 112}, {23007, 112}, {23100, 112}, {23102, 112}, {23199, 112}, {23203, 120}, {23300, 120}} {
+		if got := capi.ConfigSize(tc.version); got != tc.size {
+			t.Errorf("ConfigSize(%d) = %d, want %d", tc.version, got, tc.size)
+		}
+	}
+	if capi.ConfigV23203 != 23203 || uintptr(capi.ConfigSize(capi.ConfigV23203)) != l.Size {
+		t.Errorf("the full struct (%d bytes) goes from %d", l.Size, capi.ConfigV23203)
+	}
+	if end := l.Offsets["hostCftMode"] + 4; uintptr(capi.ConfigSize(23102)) != end || l.Offsets["nvlsHostMode"] != end {
+		t.Errorf("the 2.31 size %d does not end at hostCftMode's end %d, where nvlsHostMode (%d) starts",
+			capi.ConfigSize(23102), end, l.Offsets["nvlsHostMode"])
 	}
 }
 

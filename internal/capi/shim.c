@@ -360,8 +360,8 @@ static capi_status ctx_failure(int curesult) {
 	} while (0)
 
 capi_status capi_ncclCommInitRankConfig(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank,
-					capi_config_v23102 *config) {
-	typedef int (*fn_t)(void **, int, capi_unique_id, int, capi_config_v23102 *);
+					capi_config_v23203 *config) {
+	typedef int (*fn_t)(void **, int, capi_unique_id, int, capi_config_v23203 *);
 	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommInitRankConfig];
 	if (!f) {
 		return missing_nccl();
@@ -370,8 +370,8 @@ capi_status capi_ncclCommInitRankConfig(uintptr_t ctx, uintptr_t *comm, int nran
 }
 
 capi_status capi_ncclCommInitRankScalable(uintptr_t ctx, uintptr_t *comm, int nranks, int rank, int nids,
-					  capi_unique_id *ids, capi_config_v23102 *config) {
-	typedef int (*fn_t)(void **, int, int, int, capi_unique_id *, capi_config_v23102 *);
+					  capi_unique_id *ids, capi_config_v23203 *config) {
+	typedef int (*fn_t)(void **, int, int, int, capi_unique_id *, capi_config_v23203 *);
 	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommInitRankScalable];
 	if (!f) {
 		return missing_nccl();
@@ -380,8 +380,8 @@ capi_status capi_ncclCommInitRankScalable(uintptr_t ctx, uintptr_t *comm, int nr
 }
 
 capi_status capi_ncclCommGrow(uintptr_t ctx, uintptr_t comm, int nranks, const capi_unique_id *id, int rank,
-			      uintptr_t *newcomm, capi_config_v23102 *config) {
-	typedef int (*fn_t)(void *, int, const capi_unique_id *, int, void **, capi_config_v23102 *);
+			      uintptr_t *newcomm, capi_config_v23203 *config) {
+	typedef int (*fn_t)(void *, int, const capi_unique_id *, int, void **, capi_config_v23203 *);
 	fn_t f = (fn_t)nccl_syms[CAPI_SYM_ncclCommGrow];
 	if (!f) {
 		return missing_nccl();

@@ -39,13 +39,13 @@ typedef struct {
 	char internal[128];
 } capi_unique_id;
 
-// ncclConfig_t as of NCCL 2.31.2: 112 bytes (96 up to 2.30.7). Older
-// libraries read a prefix (they clamp size to their own sizeof) and reset
-// fields newer than version. blocking to splitShare are in every supported
-// release; each later field names its first (internal/versions has the same
-// releases). NCCL 2.32.3 appends nvlsHostMode at 112 (120 bytes): not
-// declared here, its values are not established (/work/wt/abi231.md §4), so
-// a 2.32.3 library keeps its default (it copies only size bytes).
+// ncclConfig_t as of NCCL 2.32.3: 120 bytes (96 up to 2.30.7, 112 in 2.31;
+// internal/versions/ABI-2.31-2.32.md §4). Older libraries read a prefix
+// (they clamp size to their own sizeof) and reset fields newer than version.
+// The binding sends size 120 only to a 2.32.3 or later library and
+// CAPI_CONFIG_SIZE_V23102 (112, the struct up to hostCftMode) to the
+// others. blocking to splitShare are in every supported release; each later
+// field names its first (internal/versions has the same releases).
 typedef struct {
 	size_t size;
 	unsigned int magic;
@@ -72,7 +72,12 @@ typedef struct {
 	int numRmaSig;             // 2.31.0
 	int rmaEagerInit;          // 2.31.0
 	int hostCftMode;           // 2.31.2 (nccl4py's bindings of 2.31.2)
-} capi_config_v23102;
+	int nvlsHostMode;          // 2.32.3 (NVIDIA's documentation: nccl4py's NcclNvlsHostMode)
+} capi_config_v23203;
+
+// The size of ncclConfig_t up to hostCftMode: what NCCL 2.31 declares, and
+// what the binding sends to every library older than 2.32.3.
+#define CAPI_CONFIG_SIZE_V23102 112
 
 // ncclCommProperties_t as of NCCL 2.29.2 and 2.29.3: 40 bytes, a 1-byte ginType.
 typedef struct {
@@ -266,8 +271,8 @@ enum {
 	X(ncclCommUserRank, 20305, comm, 0, (uintptr_t comm, int *rank), ((void *)comm, rank)) \
 	X(ncclCommMemStats, 22907, comm, 0, (uintptr_t comm, int stat, uint64_t *value), ((void *)comm, stat, value)) \
 	X(ncclCommQueryProperties, 22902, comm, 0, (uintptr_t comm, void *props), ((void *)comm, props)) \
-	X(ncclCommSplit, 21801, comm, CAPI_F_QUEUES, (uintptr_t comm, int color, int key, uintptr_t *newcomm, capi_config_v23102 *config), ((void *)comm, color, key, (void **)newcomm, config)) \
-	X(ncclCommShrink, 22703, comm, CAPI_F_QUEUES, (uintptr_t comm, int *exclude, int nexclude, uintptr_t *newcomm, capi_config_v23102 *config, int flags), ((void *)comm, exclude, nexclude, (void **)newcomm, config, flags)) \
+	X(ncclCommSplit, 21801, comm, CAPI_F_QUEUES, (uintptr_t comm, int color, int key, uintptr_t *newcomm, capi_config_v23203 *config), ((void *)comm, color, key, (void **)newcomm, config)) \
+	X(ncclCommShrink, 22703, comm, CAPI_F_QUEUES, (uintptr_t comm, int *exclude, int nexclude, uintptr_t *newcomm, capi_config_v23203 *config, int flags), ((void *)comm, exclude, nexclude, (void **)newcomm, config, flags)) \
 	X(ncclCommGetUniqueId, 22902, comm, 0, (uintptr_t comm, capi_unique_id *id), ((void *)comm, id)) \
 	X(ncclMemFree, 21901, 0, 0, (uintptr_t ptr), ((void *)ptr)) \
 	X(ncclCommRegister, 21901, comm, 0, (uintptr_t comm, uintptr_t buff, size_t size, uintptr_t *handle), ((void *)comm, (void *)buff, size, (void **)handle)) \
@@ -543,11 +548,11 @@ char *capi_ncclGetLastError(void);
 // calling thread's current device: they make ctx current, call, and restore
 // the thread's previous context, all in one C call.
 capi_status capi_ncclCommInitRankConfig(uintptr_t ctx, uintptr_t *comm, int nranks, const capi_unique_id *id, int rank,
-					capi_config_v23102 *config);
+					capi_config_v23203 *config);
 capi_status capi_ncclCommInitRankScalable(uintptr_t ctx, uintptr_t *comm, int nranks, int rank, int nids,
-					  capi_unique_id *ids, capi_config_v23102 *config);
+					  capi_unique_id *ids, capi_config_v23203 *config);
 capi_status capi_ncclCommGrow(uintptr_t ctx, uintptr_t comm, int nranks, const capi_unique_id *id, int rank,
-			      uintptr_t *newcomm, capi_config_v23102 *config);
+			      uintptr_t *newcomm, capi_config_v23203 *config);
 capi_status capi_ncclMemAlloc(uintptr_t ctx, uintptr_t *ptr, size_t size);
 
 // For the hand-written trampolines of other files (param.c, team.c):

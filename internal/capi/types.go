@@ -55,8 +55,9 @@ type WaitSignalDesc struct {
 	OpCnt, Peer, SigIdx, Ctx int32
 }
 
-// Config mirrors ncclConfig_t as of 2.31.2. Int fields hold UndefInt when
-// unset; empty strings are NULL.
+// Config mirrors ncclConfig_t as of 2.32.3. Int fields hold UndefInt when
+// unset; empty strings are NULL. A config declaring a version older than
+// [ConfigV23203] is sent without NvlsHostMode (112 bytes).
 type Config struct {
 	Version             uint32
 	Blocking            int32
@@ -81,7 +82,12 @@ type Config struct {
 	NumRmaSig           int32
 	RmaEagerInit        int32
 	HostCftMode         int32
+	NvlsHostMode        int32
 }
+
+// ConfigV23203 is the first declared version whose ncclConfig_t the shim
+// sends in full (120 bytes, with nvlsHostMode): NCCL 2.32.3.
+const ConfigV23203 = 23203
 
 // NewConfig returns a config with every field unset, as NCCL's
 // NCCL_CONFIG_INITIALIZER makes it, declaring version.
@@ -92,7 +98,7 @@ func NewConfig(version uint32) Config {
 		TrafficClass: u, CollnetEnable: u, CTAPolicy: u, ShrinkShare: u, NvlsCTAs: u,
 		NChannelsPerNetPeer: u, NvlinkCentricSched: u, GraphUsageMode: u, NumRmaCtx: u,
 		MaxP2pPeers: u, GraphStreamOrdering: u, LaunchOrderImplicit: u, NumRmaSig: u, RmaEagerInit: u,
-		HostCftMode: u,
+		HostCftMode: u, NvlsHostMode: u,
 	}
 }
 

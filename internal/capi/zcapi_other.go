@@ -653,6 +653,13 @@ func CuMemSetAccess(ctx, p uintptr, size uint64, dev int32) int32 {
 	return NotLoaded
 }
 
+// ConfigSize is the size of ncclConfig_t the binding sends with a config
+// declaring version: 120 bytes (nvlsHostMode's layout) from 2.32.3, else 112
+// (up to hostCftMode), which older libraries clamp to their own size.
+func ConfigSize(version uint32) int {
+	return *new(int)
+}
+
 // CommQueryProperties calls ncclCommQueryProperties declaring version, with
 // the layout of family: PropsV22902 (40 bytes), PropsV22907 (56 bytes) or
 // PropsV23100 (144 bytes).

@@ -63,6 +63,11 @@ func TestFakeCollConfig(t *testing.T) {
 		// from config version 2.31.0; a 2.30.7 library reads 96 bytes only.
 		{23100, []string{"config:112:23100:1:4", "config:112:23100:2:1", "config:112:23100:0:-1", "config:112:23007:2:-1"}, "0 4 4 0"},
 		{23007, []string{"config:112:23100:2:-1"}, "0"},
+		// nvlsHostMode (2.32.3, at 112): unset, any OR of 1 and 2, or
+		// INT_MAX; read only from a 120-byte struct by a 2.32.3 library.
+		{23203, []string{"nvls:120:23203:3", "nvls:120:23203:2147483647", "nvls:120:23203:0", "nvls:120:23203:-2147483648",
+			"nvls:120:23203:4", "nvls:120:23203:-1", "nvls:120:23203:2147483646", "nvls:112:23102:4"}, "0 0 0 0 4 4 4 0"},
+		{23102, []string{"nvls:120:23203:4", "nvls:120:23102:4"}, "0 0"},
 	} {
 		if got := run(t, c.release, c.cases...); got != c.want {
 			t.Errorf("%d: %v gave %q, want %q", c.release, c.cases, got, c.want)

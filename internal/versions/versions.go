@@ -55,6 +55,7 @@ const (
 	ConfigNumRMASig
 	ConfigRMAEagerInit
 	ConfigHostCFTMode
+	ConfigNVLSHostMode
 
 	// ncclDevCommRequirements_t fields newer than ncclDevCommCreate (the
 	// first layout's lsaMultimem and lsaBarrierCount need no row).
@@ -102,6 +103,8 @@ const (
 	CTAPolicyZero             // NCCL_CTA_POLICY_ZERO
 	CTAPolicyCombined         // both CTA policy flags at once
 	WindowStrictOrdering      // NCCL_WIN_STRICT_ORDERING
+	WindowGINOnly             // NCCL_WIN_GIN_ONLY
+	WindowCFTCounted          // NCCL_WIN_CFT_COUNTED
 	Float8E4M3                // ncclFloat8e4m3
 	Float8E5M2                // ncclFloat8e5m2
 	GINTypeEFAGDA             // NCCL_GIN_TYPE_EFA_GDA
@@ -143,7 +146,7 @@ var Table = [NumFeatures]Row{
 	ConfigNumRMACtx:           {"ncclConfig_t.numRmaCtx", 22902, "NumRMACtx"},
 	ConfigMaxP2PPeers:         {"ncclConfig_t.maxP2pPeers", 23003, "MaxP2PPeers"},
 	ConfigGraphStreamOrdering: {"ncclConfig_t.graphStreamOrdering", 23007, "GraphStreamOrdering"},
-	// 2.31 (/work/wt/abi231.md §4): honoured from config version 2.31.0
+	// 2.31 (ABI-2.31-2.32.md §4): honoured from config version 2.31.0
 	// (STyGIANet/nccl 2.31.0a16 src/init.cc, which reports 23100), laid out
 	// as nccl4py's bindings of 2.31.2 declare. hostCftMode is in 2.31.2's
 	// struct only; whatever config version NCCL honours it from, it is at
@@ -153,6 +156,10 @@ var Table = [NumFeatures]Row{
 	ConfigNumRMASig:           {"ncclConfig_t.numRmaSig", 23100, "NumRMASig"},
 	ConfigRMAEagerInit:        {"ncclConfig_t.rmaEagerInit", 23100, "RMAEagerInit"},
 	ConfigHostCFTMode:         {"ncclConfig_t.hostCftMode", 23102, "HostCFTMode"},
+	// 2.32.3 (ABI-2.31-2.32.md §4): appended at 112 (120 bytes); the config
+	// version NCCL honours it from is at most 2.32.3's own, which the
+	// binding declares to a 2.32.3 library.
+	ConfigNVLSHostMode: {"ncclConfig_t.nvlsHostMode", 23203, "NVLSHostMode"},
 
 	ReqsBarrierCount:             {"ncclDevCommRequirements_t.barrierCount", 22807, "BarrierCount"},
 	ReqsRailGINBarrierCount:      {"ncclDevCommRequirements_t.railGinBarrierCount", 22807, "RailGINBarrierCount"},
@@ -182,14 +189,15 @@ var Table = [NumFeatures]Row{
 	PropsNumLSATeams:    {"ncclCommProperties_t.nLsaTeams", 22907, "NumLSATeams"},
 	PropsHostRMASupport: {"ncclCommProperties_t.hostRmaSupport", 22907, "HostRMASupport"},
 	PropsRailedGINType:  {"ncclCommProperties_t.railedGinType", 22907, "RailedGINType"},
-	// 2.31: filled for callers declaring 2.31.0 or later (abi231.md §5).
+	// 2.31: filled for callers declaring 2.31.0 or later
+	// (ABI-2.31-2.32.md §5).
 	PropsCommHash:                  {"ncclCommProperties_t.commHash", 23100, "CommHash"},
 	PropsGINMinStride:              {"ncclCommProperties_t.ginMinStride", 23100, "GINMinStride"},
 	PropsGINConnectionType:         {"ncclCommProperties_t.ginConnectionType", 23100, "GINConnectionType"},
 	PropsGINSupport:                {"ncclCommProperties_t.ginSupport", 23100, "GINSupport"},
 	PropsDevCommRuntimeVersionSize: {"ncclCommProperties_t.devCommRuntimeVersionSize", 23100, "DevCommRuntimeVersionSize"},
 
-	// ncclCollConfig_t (abi231.md §3): 2.31.0a16 has the first 40 bytes;
+	// ncclCollConfig_t (ABI-2.31-2.32.md §3): 2.31.0a16 has the first 40 bytes;
 	// nccl4py's bindings of 2.31.2 add these four, NCCL 2.32.3 the event.
 	CollAlgSelection:          {"ncclCollConfig_t.algSelection", 23102, "AlgSelection"},
 	CollForceAlgSelection:     {"ncclCollConfig_t.forceAlgSelection", 23102, "ForceAlgSelection"},
@@ -197,9 +205,12 @@ var Table = [NumFeatures]Row{
 	CollUserProfilerTag:       {"ncclCollConfig_t.userProfilerTag", 23102, "UserProfilerTag"},
 	CollLaunchCompletionEvent: {"ncclCollConfig_t.launchCompletionEvent", 23203, "LaunchCompletionEvent"},
 
-	CTAPolicyZero:             {Name: "NCCL_CTA_POLICY_ZERO", Since: 22803},
-	CTAPolicyCombined:         {Name: "combined CTA policies", Since: 22902},
-	WindowStrictOrdering:      {Name: "NCCL_WIN_STRICT_ORDERING", Since: 22907},
+	CTAPolicyZero:        {Name: "NCCL_CTA_POLICY_ZERO", Since: 22803},
+	CTAPolicyCombined:    {Name: "combined CTA policies", Since: 22902},
+	WindowStrictOrdering: {Name: "NCCL_WIN_STRICT_ORDERING", Since: 22907},
+	// 2.32.3 (ABI-2.31-2.32.md §9): values from nccl4py's WindowFlag.
+	WindowGINOnly:             {Name: "NCCL_WIN_GIN_ONLY", Since: 23203},
+	WindowCFTCounted:          {Name: "NCCL_WIN_CFT_COUNTED", Since: 23203},
 	Float8E4M3:                {Name: "ncclFloat8e4m3", Since: 22403},
 	Float8E5M2:                {Name: "ncclFloat8e5m2", Since: 22403},
 	GINTypeEFAGDA:             {Name: "NCCL_GIN_TYPE_EFA_GDA", Since: 23100},
@@ -311,8 +322,8 @@ type CollConfigLayout struct {
 }
 
 // CollConfigLayouts are the layouts of ncclCollConfig_t, oldest first
-// (abi231.md §3): a release uses the last whose From it has reached, and
-// the binding declares that From with exactly that size, so NCCL (which
+// (ABI-2.31-2.32.md §3): a release uses the last whose From it has reached,
+// and the binding declares that From with exactly that size, so NCCL (which
 // copies config->size bytes, unclamped, for a version not newer than its
 // own) never reads past its own struct.
 var CollConfigLayouts = [...]CollConfigLayout{

@@ -12,6 +12,8 @@
 //   config:SIZE:VERSION:LOI:SIG  ncclCommInitRankConfig with an ncclConfig_t
 //                            of SIZE bytes declaring VERSION, with
 //                            launchOrderImplicit LOI and numRmaSig SIG
+//   nvls:SIZE:VERSION:MODE   the same with nvlsHostMode (at 112, 2.32.3)
+//                            MODE and the 2.31 fields unset
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdint.h>
@@ -72,10 +74,13 @@ int main(int argc, char **argv) {
 	for (int i = 1; i < argc; i++) {
 		unsigned csize, cversion;
 		int loi, sig;
-		if (sscanf(argv[i], "config:%u:%u:%d:%d", &csize, &cversion, &loi, &sig) == 4) {
+		int nvls = INT_MIN;
+		loi = sig = INT_MIN;
+		if (sscanf(argv[i], "config:%u:%u:%d:%d", &csize, &cversion, &loi, &sig) == 4 ||
+		    sscanf(argv[i], "nvls:%u:%u:%d", &csize, &cversion, &nvls) == 3) {
 			// ncclConfig_t: NCCL_CONFIG_INITIALIZER (every int INT_MIN,
-			// pointers NULL) then launchOrderImplicit (96) and numRmaSig
-			// (100).
+			// pointers NULL) then launchOrderImplicit (96), numRmaSig
+			// (100) and nvlsHostMode (112).
 			int32_t c[30];
 			for (int k = 0; k < 30; k++) {
 				c[k] = INT_MIN;
@@ -89,6 +94,7 @@ int main(int argc, char **argv) {
 			memset(c + 12, 0, 8);  // commName
 			c[24] = loi;
 			c[25] = sig;
+			c[28] = nvls; // nvlsHostMode (2.32.3)
 			void *cm = NULL;
 			unique_id cid;
 			int r = uid(&cid);

@@ -69,7 +69,10 @@
 //                          (as it does with NCCL_WIN_ENABLE=0,
 //                          NCCL_CUMEM_ENABLE=0, and before 2.28.7 for a
 //                          communicator of one rank)
-//   FAKE_NCCL_LOG          path: append the name of every call, one a line
+//   FAKE_NCCL_LOG          path: append the name of every call, one a line,
+//                          and what some calls read: "config ..." (an
+//                          ncclConfig_t), "collconfig ..." (an
+//                          ncclCollConfig_t), "window ... flags=..."
 //   FAKE_NCCL_INIT_DELAY_MS n: the init family sleeps n ms first (a blocking
 //                          init that waits for its peers)
 //   FAKE_NCCL_FINALIZE_WAITS_PEERS 1: a blocking ncclCommFinalize of a rank
@@ -1156,6 +1159,25 @@ static struct raw_config default_raw(void) {
 	return d;
 }
 
+// config_log writes, to FAKE_NCCL_LOG, what the library read of a
+// caller's ncclConfig_t: "config <fn> size=S version=V hostCftMode=H
+// nvlsHostMode=N", S the size the caller sent, V the version it declared,
+// the fields as read (after the resets for an older version), "-" for a
+// field the library's release does not have.
+static void config_log(const char *fn, size_t sent, const struct raw_config *c, int v) {
+	if (knob.log_fd < 0) {
+		return;
+	}
+	char h[16] = "-", n[16] = "-", line[256];
+	if (v >= 23102) snprintf(h, sizeof h, "%d", c->hostCftMode); // 2.31.0a16 has padding there
+	if (v >= 23203) snprintf(n, sizeof n, "%d", c->nvlsHostMode);
+	int k = snprintf(line, sizeof line, "config %s size=%zu version=%u hostCftMode=%s nvlsHostMode=%s\n", fn, sent,
+			 c->version, h, n);
+	if (write(knob.log_fd, line, (size_t)k) < 0) {
+		// best effort, as trace
+	}
+}
+
 // parse_config is NCCL's parseCommConfig for the reported release: clamp the
 // size, check the magic, reset fields newer than the config's version, check
 // the values, apply the defaults and NCCL_COMM_BLOCKING.
@@ -1163,8 +1185,9 @@ static int parse_config(const void *p, struct config *out, const char *fn) {
 	int v = version();
 	struct raw_config c = default_raw(), d = default_raw();
 	if (p) {
-		size_t size;
+		size_t size, sent;
 		memcpy(&size, p, sizeof size);
+		sent = size;
 		size_t lib = config_size(v);
 		if (size > lib) {
 			size = lib;
@@ -1192,6 +1215,7 @@ static int parse_config(const void *p, struct config *out, const char *fn) {
 		// 2.31.0, which cannot have them.
 		if (v >= 23102 && cv < 23100) c.hostCftMode = UNDEF;
 		if (v >= 23203 && cv < 23100) c.nvlsHostMode = UNDEF;
+		config_log(fn, sent, &c, v);
 	}
 #define BAD(field, value) fail(ncclInvalidArgument, fn, "Invalid config " field " attribute value %d", value)
 	if (c.blocking != UNDEF && c.blocking != 0 && c.blocking != 1) return BAD("blocking", c.blocking);
@@ -1227,6 +1251,12 @@ static int parse_config(const void *p, struct config *out, const char *fn) {
 		if (c.rmaEagerInit != UNDEF && c.rmaEagerInit != 0 && c.rmaEagerInit != 1)
 			return BAD("rmaEagerInit", c.rmaEagerInit);
 	}
+	// nvlsHostMode (2.32.3): NVIDIA's documentation gives the values (unset,
+	// any OR of DisableTransport 1 and DisableSymmetricMultimem 2, or
+	// Disable INT_MAX); how NCCL checks others is not known, so the fake
+	// refuses them, as the binding does before calling NCCL.
+	if (v >= 23203 && c.nvlsHostMode != UNDEF && c.nvlsHostMode != INT_MAX && (c.nvlsHostMode & ~3) != 0)
+		return BAD("nvlsHostMode", c.nvlsHostMode);
 #undef BAD
 #define DEF(field, value)                  \
 	if (c.field == UNDEF) {            \
@@ -2169,6 +2199,22 @@ HELPER struct window *lookup_window(const void *h) {
 }
 
 #if SINCE(22703)
+// win_log writes, to FAKE_NCCL_LOG, the flags a registration passed:
+// "window <fn> flags=0x<hex>" (NCCL_WIN_COLL_SYMMETRIC 0x1,
+// NCCL_WIN_STRICT_ORDERING 0x2, and from 2.32.3 NCCL_WIN_GIN_ONLY 0x4 and
+// NCCL_WIN_CFT_COUNTED 0x8; the fake keeps the flags without acting on
+// them).
+static void win_log(const char *fn, int flags) {
+	if (knob.log_fd < 0) {
+		return;
+	}
+	char line[128];
+	int k = snprintf(line, sizeof line, "window %s flags=0x%x\n", fn, (unsigned)flags);
+	if (write(knob.log_fd, line, (size_t)k) < 0) {
+		// best effort, as trace
+	}
+}
+
 // ncclCommWindowRegister: the window is written when the registration
 // completes (at the end of a group, or when a non-blocking communicator's
 // operation completes). The buffer must come from ncclMemAlloc, at a
@@ -2219,6 +2265,7 @@ EXPORT int ncclCommWindowRegister(void *comm, void *buff, size_t size, void **wi
 		return group_error_check(fail(ncclInvalidArgument, fn, "buffer %p is on device %d, the communicator on %d",
 					       buff, dev, c->cudaDev));
 	}
+	win_log(fn, flags);
 	struct window *w = calloc(1, sizeof *w);
 	if (!w) {
 		return group_error_check(fail(ncclSystemError, fn, "out of memory"));
