@@ -117,7 +117,7 @@ func LSABarrierResource(team Team, nBarriers int) (*DevResource, error) {
 		return nil, argErr(op, "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
 	case nBarriers < 1:
 		return nil, argErr(op, "nBarriers", "%d: at least 1", nBarriers)
-	case uint64(nBarriers)*uint64(3+team.NRanks) > 1<<31-1:
+	case nBarriers > 1<<31-1 || uint64(nBarriers)*uint64(3+team.NRanks) > 1<<31-1: // the first bound keeps the product from wrapping
 		return nil, argErr(op, "nBarriers", "%d barriers of %d ranks: past NCCL's int", nBarriers, team.NRanks)
 	}
 	r := newDevResource(kindLSABarrier)
@@ -143,6 +143,8 @@ func LLA2AResource(nBlocks, nSlots int) (*DevResource, error) {
 		return nil, argErr(op, "nBlocks", "%d: at least 1", nBlocks)
 	case nSlots < 1:
 		return nil, argErr(op, "nSlots", "%d: at least 1", nSlots)
+	case nBlocks > 1<<31-1: // keeps the product below from wrapping
+		return nil, argErr(op, "nBlocks", "%d: past NCCL's int", nBlocks)
 	case nSlots > 1<<30 || uint64(nBlocks)*uint64(1+2*nSlots)*16 > 1<<31-1:
 		return nil, argErr(op, "nSlots", "%d blocks of %d slots: past NCCL's int", nBlocks, nSlots)
 	}
@@ -184,8 +186,8 @@ func (c *Communicator) GINBarrierResource(team Team, nBarriers int) (*DevResourc
 		return nil, argErr(op, "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
 	case nBarriers < 1:
 		return nil, argErr(op, "nBarriers", "%d: at least 1", nBarriers)
-	case uint64(nBarriers)*uint64(team.NRanks) > 1<<31-1:
-		return nil, argErr(op, "nBarriers", "%d barriers of %d ranks: %d GIN signals, past NCCL's int", nBarriers, team.NRanks, uint64(nBarriers)*uint64(team.NRanks))
+	case nBarriers > 1<<31-1 || uint64(nBarriers)*uint64(team.NRanks) > 1<<31-1: // the first bound keeps the product from wrapping
+		return nil, argErr(op, "nBarriers", "%d barriers of %d ranks: their GIN signals are past NCCL's int", nBarriers, team.NRanks)
 	}
 	n, rank, _, err := c.ident(op)
 	if err != nil {
