@@ -192,13 +192,15 @@ func (w *Window) CFTPeerAddress(peer int, offsetBytes uint64) (CFTAddress, error
 
 // CFTMultimemAddress is the multicast CFT address of the byte at
 // offsetBytes of the window, for the ranks of this rank's multicast CFT
-// team (ncclGetMultimemDeviceLeInfo, NCCL 2.31.2). Where no device
-// communicator with [CFTMultimem] made the multicast endpoint, NCCL makes
-// it here, which needs multicast (NVLS) support (else ncclInvalidArgument)
-// and, in NVIDIA's source, waits for the other ranks of that team to do
-// the same: call it on all of them. On a communicator without CFT it
-// returns an error wrapping both [ErrUnsupported] and NCCL's [*Error].
-// Not collective otherwise.
+// team ([Communicator.TeamCFTMultimem]) (ncclGetMultimemDeviceLeInfo,
+// NCCL 2.31.2). Where the multicast endpoint does not exist yet (a device
+// communicator with [CFTMultimem] makes it), NCCL makes it here, which
+// needs multicast (NVLS) support, else it fails with ncclInvalidArgument
+// ([ErrInvalidArgument]); in NVIDIA's 2.31.2 source that first call also
+// exchanges the endpoint with the other ranks of the multicast CFT team
+// and waits for them, so make it on all of them. On a communicator without
+// CFT it returns an error wrapping both [ErrUnsupported] and NCCL's
+// [*Error]. Not collective otherwise.
 func (w *Window) CFTMultimemAddress(offsetBytes uint64) (CFTAddress, error) {
 	const op = "Window.CFTMultimemAddress"
 	if _, err := require(capi.SymGetMultimemDeviceLeInfo); err != nil {
