@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"github.com/nccl4go/nccl/cuda"
 	"github.com/nccl4go/nccl/internal/capi"
@@ -27,9 +28,11 @@ import (
 // nccl4go info lists them).
 type DevCommRequirements struct {
 	// Resources are the resources the device communicator allocates for
-	// kernels (the resourceRequirementsList), made by [LSABarrierResource]
-	// and [LLA2AResource]; NCCL writes their handles when it makes the
-	// device communicator. NCCL 2.28.3.
+	// kernels (the resourceRequirementsList), made by [LSABarrierResource],
+	// [LLA2AResource] and [Communicator.GINBarrierResource] (which needs a
+	// GIN connection: GINConnectionType, or GINForceEnable before NCCL
+	// 2.29.7); NCCL writes their handles when it makes the device
+	// communicator. NCCL 2.28.3.
 	Resources []*DevResource
 	// Teams are the teams the device communicator sets up (the
 	// teamRequirementsList), made by [NewTeamResource]; NCCL writes their
@@ -245,6 +248,17 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 			return nil, l, err
 		}
 	}
+	// A GIN barrier resource needs GIN enabled: from 2.29.7 NCCL refuses it
+	// without (ncclGinResourcesRequested); before, NCCL makes no GIN for a
+	// resource alone, and the barrier's signals would not exist.
+	if i := q.ginBarrier(); i >= 0 && raw.GinConnectionType == int32(GINConnectionNone) && !raw.GinForceEnable {
+		if has(r, versions.ReqsGINConnectionType) {
+			return nil, l, argErr(op, "DevCommRequirements.GINConnectionType",
+				"Resources[%d] is a GIN barrier, which needs a GIN connection: set GINConnectionFull or GINConnectionRail", i)
+		}
+		return nil, l, argErr(op, "DevCommRequirements.GINForceEnable",
+			"Resources[%d] is a GIN barrier, which needs GIN: set GINForceEnable (NCCL %s has no GINConnectionType)", i, r)
+	}
 	// NCCL rejects GIN resources without GIN enabled
 	// (ncclDevrCommCreateInternal): say which field is missing first.
 	if has(r, versions.GINResourcesNeedConnection) {
@@ -256,6 +270,17 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 		}
 	}
 	return capi.EncodeDevCommReqs(raw, l.Family, uint32(l.declared), l.ReqsSize), l, nil
+}
+
+// ginBarrier is the index of the first GIN barrier among q's resources, or
+// -1.
+func (q *DevCommRequirements) ginBarrier() int {
+	for i, r := range q.Resources {
+		if r != nil && r.kind == kindGINBarrier {
+			return i
+		}
+	}
+	return -1
 }
 
 // needsGIN reports whether q asks for GIN (a connection type, or resources).
@@ -344,7 +369,7 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 		if err != nil {
 			return nil, err
 		}
-		if err := checkDevCommProps(op, p, reqs); err != nil {
+		if err := checkDevCommProps(op, p, reqs); err != nil && !skipDevCommPropertyChecks.Load() {
 			return nil, err
 		}
 		if layout.runtimeSize() {
@@ -357,7 +382,7 @@ func (c *Communicator) createDevComm(ctx context.Context, m mode, reqs *DevCommR
 		return nil, &UnknownLayoutError{Op: op, Struct: "ncclDevComm_t", Loaded: r,
 			Reason: "the library does not report its size (no ncclCommQueryProperties)"}
 	}
-	resHead, teamHead, release, err := reqs.linkRequirements(op)
+	resHead, teamHead, release, err := reqs.linkRequirements(op, c)
 	if err != nil {
 		return nil, err
 	}
@@ -483,6 +508,10 @@ func runtimeDevCommSize(op string, r Release, p *Properties) (int, error) {
 	}
 	return n, nil
 }
+
+// skipDevCommPropertyChecks turns checkDevCommProps off, for tests that
+// ask what NCCL itself answers (WithoutDevCommPropertyChecks).
+var skipDevCommPropertyChecks atomic.Bool
 
 // checkDevCommProps refuses requests the communicator's properties rule out.
 func checkDevCommProps(op string, p *Properties, q *DevCommRequirements) error {

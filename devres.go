@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"runtime"
@@ -39,25 +40,35 @@ func LLA2ACalcSlots(maxElts, maxEltSize int) (int, error) {
 }
 
 // DevResource is a device-API resource that a device communicator
-// allocates for kernels, made by [LSABarrierResource] or [LLA2AResource]
-// and listed in [DevCommRequirements.Resources] (the
-// ncclDevResourceRequirements_t list). NCCL's helper fills the requirement
-// and the resource's handle in C memory at fixed addresses;
-// ncclDevCommCreate copies the requirement during the call and writes the
-// handle's buffer handle when the device communicator is made (at a
+// allocates for kernels, made by [LSABarrierResource], [LLA2AResource] or
+// [Communicator.GINBarrierResource] and listed in
+// [DevCommRequirements.Resources] (the ncclDevResourceRequirements_t
+// list). NCCL's helper fills the requirement and the resource's handle in
+// C memory at fixed addresses; ncclDevCommCreate copies the requirement
+// during the call and writes the handle (a buffer handle, or a GIN
+// barrier's first signal) when the device communicator is made (at a
 // group's end, or later on a non-blocking communicator). A resource serves
 // one device communicator: [Communicator.CreateDevComm] refuses one that
 // another call already passed to NCCL. Its handle is readable while that
-// device communicator is ready. Safe for concurrent use.
+// device communicator is ready ([DevResource.Handle], or
+// [DevResource.GINSignal] for a GIN barrier). Safe for concurrent use.
 type DevResource struct {
 	served
-	mem capi.DevResource
+	mem   capi.DevResource
+	owner *Communicator // a GIN barrier's communicator (nil: any)
 }
+
+// The kinds of DevResource.
+const (
+	kindLSABarrier = "LSA barrier"
+	kindLLA2A      = "LLA2A"
+	kindGINBarrier = "GIN barrier"
+)
 
 // served is what a requirement handed to ncclDevCommCreate shares: which
 // device communicator it serves.
 type served struct {
-	kind    string                  // "LSA barrier", "LLA2A", "team"
+	kind    string                  // "LSA barrier", "LLA2A", "GIN barrier", "team"
 	claimed atomic.Bool             // passed to a CreateDevComm
 	dc      atomic.Pointer[DevComm] // the device communicator it serves
 }
@@ -77,9 +88,9 @@ func (s *served) lockServed(op, what string) (*DevComm, error) {
 }
 
 // article is the indefinite article of s.kind as read aloud: "an LSA
-// barrier", "an LLA2A", "a team".
+// barrier", "an LLA2A", "a GIN barrier", "a team".
 func (s *served) article() string {
-	if s.kind == "team" {
+	if s.kind == "team" || s.kind == kindGINBarrier {
 		return "a"
 	}
 	return "an"
@@ -106,10 +117,10 @@ func LSABarrierResource(team Team, nBarriers int) (*DevResource, error) {
 		return nil, argErr(op, "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
 	case nBarriers < 1:
 		return nil, argErr(op, "nBarriers", "%d: at least 1", nBarriers)
-	case uint64(nBarriers)*uint64(3+team.NRanks) > 1<<31-1:
+	case nBarriers > 1<<31-1 || uint64(nBarriers)*uint64(3+team.NRanks) > 1<<31-1: // the first bound keeps the product from wrapping
 		return nil, argErr(op, "nBarriers", "%d barriers of %d ranks: past NCCL's int", nBarriers, team.NRanks)
 	}
-	r := newDevResource("LSA barrier")
+	r := newDevResource(kindLSABarrier)
 	t := capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}
 	if st := capi.LSABarrierRequirement(t, int32(nBarriers), r.mem); st != 0 {
 		return nil, statusErr(op, "ncclLsaBarrierCreateRequirement", capi.Status{Code: st})
@@ -132,30 +143,112 @@ func LLA2AResource(nBlocks, nSlots int) (*DevResource, error) {
 		return nil, argErr(op, "nBlocks", "%d: at least 1", nBlocks)
 	case nSlots < 1:
 		return nil, argErr(op, "nSlots", "%d: at least 1", nSlots)
+	case nBlocks > 1<<31-1: // keeps the product below from wrapping
+		return nil, argErr(op, "nBlocks", "%d: past NCCL's int", nBlocks)
 	case nSlots > 1<<30 || uint64(nBlocks)*uint64(1+2*nSlots)*16 > 1<<31-1:
 		return nil, argErr(op, "nSlots", "%d blocks of %d slots: past NCCL's int", nBlocks, nSlots)
 	}
-	r := newDevResource("LLA2A")
+	r := newDevResource(kindLLA2A)
 	if st := capi.LLA2ARequirement(int32(nBlocks), int32(nSlots), r.mem); st != 0 {
 		return nil, statusErr(op, "ncclLLA2ACreateRequirement", capi.Status{Code: st})
 	}
 	return r, nil
 }
 
-// Handle returns the resource's handle: the buffer handle NCCL assigned
-// (the resource's offset in the device communicator's resource window, in
-// units of 128 bytes) and the count it was made with (barriers or slots).
-// Before the device communicator is made, or after it is closed, it is an
-// error.
+// GINBarrierResource is ncclGinBarrierCreateRequirement: nBarriers GIN
+// (network) barriers over team, a team of this rank on c such as
+// [Communicator.TeamWorld]'s or [Communicator.TeamRail]'s (for kernels'
+// ncclGinBarrierSession). From NCCL 2.29.7 they take nBarriers ×
+// team.NRanks GIN signals and no buffer; NCCL 2.28.7 to 2.29.3 gave them
+// nBarriers signals and a buffer of nBarriers × 16 bytes. Its handle is
+// its first signal ([DevResource.GINSignal]); [DevResource.PutKernelArg]
+// writes the ncclGinBarrierHandle_t. It serves a device communicator of
+// c only.
+//
+// GIN barriers need GPU-initiated networking. The device communicator
+// must ask for a GIN connection: [DevCommRequirements.GINConnectionType]
+// [GINConnectionFull] or [GINConnectionRail] (NCCL 2.29.7 and later), or
+// [DevCommRequirements.GINForceEnable] (before, where NCCL makes no GIN
+// for a resource alone); [Communicator.CreateDevComm] refuses a GIN
+// barrier without either (an [*ArgError]). And the communicator must have
+// GIN ([Properties.GINType], or [Properties.RailedGINType] for a RAIL
+// connection, not [GINNone]): where it has none, as on a single H200
+// without a GIN-capable network, CreateDevComm refuses with an error
+// wrapping [ErrUnsupported] (NCCL itself would fail with
+// ncclInvalidArgument). Local: not collective. NCCL 2.28.7.
+func (c *Communicator) GINBarrierResource(team Team, nBarriers int) (*DevResource, error) {
+	const op = "GINBarrierResource"
+	if _, err := require(capi.SymGinBarrierCreateRequirement); err != nil {
+		return nil, err
+	}
+	switch {
+	case !team.valid():
+		return nil, argErr(op, "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
+	case nBarriers < 1:
+		return nil, argErr(op, "nBarriers", "%d: at least 1", nBarriers)
+	case nBarriers > 1<<31-1 || uint64(nBarriers)*uint64(team.NRanks) > 1<<31-1: // the first bound keeps the product from wrapping
+		return nil, argErr(op, "nBarriers", "%d barriers of %d ranks: their GIN signals are past NCCL's int", nBarriers, team.NRanks)
+	}
+	n, rank, _, err := c.ident(op)
+	if err != nil {
+		return nil, err
+	}
+	// The team's members are world ranks rank + (i - team.Rank) × Stride.
+	first := int64(rank) - int64(team.Rank)*int64(team.Stride)
+	last := first + int64(team.NRanks-1)*int64(team.Stride)
+	if first < 0 || last >= int64(n) {
+		return nil, argErr(op, "team", "%v: its members would be world ranks %d to %d, outside this communicator's %d ranks: not a team of this rank on this communicator", team, first, last, n)
+	}
+	r := newDevResource(kindGINBarrier)
+	r.owner = c
+	t := capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}
+	err = c.call(context.Background(), completed, op, "ncclGinBarrierCreateRequirement", takeLive, nil, func(ptr uintptr) (capi.Status, error) {
+		return capi.Status{Code: capi.GINBarrierRequirement(ptr, t, int32(nBarriers), r.mem)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Handle returns the handle of an LSA barrier or LLA2A resource: the
+// buffer handle NCCL assigned (the resource's offset in the device
+// communicator's resource window, in units of 128 bytes) and the count it
+// was made with (barriers or slots). Before the device communicator is
+// made, or after it is closed, it is an error. A GIN barrier's handle is
+// its first signal, which [DevResource.GINSignal] reads: Handle refuses it
+// with an error wrapping [ErrInvalidUsage].
 func (r *DevResource) Handle() (bufHandle uint32, count int, err error) {
 	const op = "DevResource.Handle"
+	if r != nil && r.kind == kindGINBarrier {
+		return 0, 0, fmt.Errorf("nccl: %s: a GIN barrier's handle is its first GIN signal, not a buffer and a count: use GINSignal: %w", op, ErrInvalidUsage)
+	}
 	h, err := r.readHandle(op)
 	return h[0], int(h[1]), err
 }
 
-// PutKernelArg writes the handle (8 bytes, ncclLsaBarrierHandle_t or
-// ncclLLA2AHandle_t) as a kernel parameter passed by value. It implements
-// [cuda.KernelArg].
+// GINSignal is the first of the GIN signals NCCL gave a GIN barrier made by
+// [Communicator.GINBarrierResource] (ncclGinBarrierHandle_t.signal0): its
+// barriers use the signals from there on, after the
+// [DevCommRequirements.GINSignalCount] signals (ids from 0) and those of
+// the barriers NCCL makes itself and of the resources listed before it.
+// Before the device communicator is made, or after it is closed, it is an
+// error; for another kind of resource, an error wrapping
+// [ErrInvalidUsage].
+func (r *DevResource) GINSignal() (uint32, error) {
+	const op = "DevResource.GINSignal"
+	if r != nil && r.mem.Addr() != 0 && r.kind != kindGINBarrier {
+		return 0, fmt.Errorf("nccl: %s: %s %s resource has no GIN signals (its handle is a buffer: use Handle): %w", op, r.article(), r.kind, ErrInvalidUsage)
+	}
+	h, err := r.readHandle(op)
+	return h[0], err
+}
+
+// PutKernelArg writes the handle as a kernel parameter passed by value:
+// the 8 bytes of an ncclLsaBarrierHandle_t {bufHandle, nBarriers},
+// ncclLLA2AHandle_t {bufHandle, nSlots} or ncclGinBarrierHandle_t
+// {signal0, then bufHandle up to NCCL 2.29.3, unused from 2.29.7}. It
+// implements [cuda.KernelArg].
 func (r *DevResource) PutKernelArg(dst []byte) (int, error) {
 	const op = "DevResource.PutKernelArg"
 	h, err := r.readHandle(op)
@@ -177,7 +270,7 @@ func (r *DevResource) readHandle(op string) ([2]uint32, error) {
 		return [2]uint32{}, argErr(op, "resource", "nil")
 	}
 	if r.mem.Addr() == 0 {
-		return [2]uint32{}, argErr(op, "resource", "not made by LSABarrierResource or LLA2AResource")
+		return [2]uint32{}, argErr(op, "resource", "not made by LSABarrierResource, LLA2AResource or GINBarrierResource")
 	}
 	d, err := r.lockServed(op, "Resources")
 	if err != nil {
@@ -220,17 +313,22 @@ func claimAll(op, field string, rs []*served) (release func(), err error) {
 	return release, nil
 }
 
-// linkRequirements claims q's resources and teams and links each kind into
-// its C list; the heads are the lists' addresses (0: none).
-func (q *DevCommRequirements) linkRequirements(op string) (resHead, teamHead uintptr, release func(), err error) {
+// linkRequirements claims q's resources and teams for a device
+// communicator of c and links each kind into its C list; the heads are the
+// lists' addresses (0: none).
+func (q *DevCommRequirements) linkRequirements(op string, c *Communicator) (resHead, teamHead uintptr, release func(), err error) {
 	if q == nil {
 		return 0, 0, func() {}, nil
 	}
 	rs := make([]*served, len(q.Resources))
 	for i, r := range q.Resources {
 		if r != nil {
+			arg := fmt.Sprintf("DevCommRequirements.Resources[%d]", i)
 			if r.mem.Addr() == 0 {
-				return 0, 0, nil, argErr(op, fmt.Sprintf("DevCommRequirements.Resources[%d]", i), "a DevResource not made by LSABarrierResource or LLA2AResource")
+				return 0, 0, nil, argErr(op, arg, "a DevResource not made by LSABarrierResource, LLA2AResource or GINBarrierResource")
+			}
+			if r.owner != nil && r.owner != c {
+				return 0, 0, nil, argErr(op, arg, "a GIN barrier made by another communicator's GINBarrierResource: its team is that communicator's")
 			}
 			rs[i] = &r.served
 		}

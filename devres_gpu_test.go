@@ -156,3 +156,109 @@ func TestGPUDevComm231Requirements(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 }
+
+// A GIN barrier on a real NCCL: ncclGinBarrierCreateRequirement (2.28.7)
+// asks for nBarriers × team ranks GIN signals and no buffer from 2.29.7
+// (nBarriers signals and nBarriers × 16 bytes before), over a one-rank
+// team and, where two ranks can share GPU 0 in one process, over a
+// two-rank one. On a communicator without GIN (one H200 without a GIN
+// network) a device communicator with it is refused cleanly: by the
+// binding (an *ArgError without a GIN connection, an error wrapping
+// ErrUnsupported with one), and by NCCL itself with ncclInvalidArgument
+// when the binding's property check is off.
+func TestGPUGINBarrierResource(t *testing.T) {
+	r := gputest.Require(t)
+	c := initOne(t)
+	defer c.Destroy()
+	one := nccl.Team{NRanks: 1, Rank: 0, Stride: 1}
+	g, err := c.GINBarrierResource(one, 3)
+	if r < 22807 {
+		wantUnsupported(t, "GINBarrierResource", err, "ncclGinBarrierCreateRequirement", 22807)
+		return
+	}
+	if err != nil {
+		t.Fatalf("NCCL %s: GINBarrierResource: %v", r, err)
+	}
+	wantBuf, wantSig := uint64(0), 3
+	if r < 22907 {
+		wantBuf = 3 * 16
+	}
+	if b, n := nccl.DevResourceRequirement(g); b != wantBuf || n != wantSig {
+		t.Errorf("NCCL %s: one-rank team, 3 barriers: bufferSize %d, ginSignalCount %d; want %d, %d", r, b, n, wantBuf, wantSig)
+	}
+	if err := gputest.MultiRankGPU(); err != nil {
+		t.Logf("NCCL %s: no two-rank team: %v", r, err)
+	} else {
+		ginBarrierTwoRanks(t, r)
+	}
+	if r < 22907 {
+		// Before 2.29.7 GIN needs GINForceEnable, which makes NCCL try to
+		// connect GIN whatever the machine has: not tried here.
+		t.Logf("NCCL %s: the device communicator is not tried before 2.29.7", r)
+		return
+	}
+	p, err := c.Properties()
+	if err != nil {
+		t.Fatalf("Properties: %v", err)
+	}
+	if p.GINType != nccl.GINNone {
+		t.Skipf("NCCL %s: this machine has GIN (%v): the refusal without it cannot be seen", r, p.GINType)
+	}
+	_, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g}})
+	wantArg(t, "a GIN barrier without a GIN connection", err, "DevCommRequirements.GINConnectionType")
+	q := &nccl.DevCommRequirements{Resources: []*nccl.DevResource{g}, GINConnectionType: nccl.Ptr(nccl.GINConnectionFull)}
+	_, err = c.CreateDevComm(q)
+	if !errors.Is(err, nccl.ErrUnsupported) {
+		t.Errorf("NCCL %s: a GIN barrier with GINConnectionFull on a communicator without GIN: %v, want an error wrapping ErrUnsupported", r, err)
+	}
+	var d *nccl.DevComm
+	nccl.WithoutDevCommPropertyChecks(func() { d, err = c.CreateDevComm(q) })
+	var ne *nccl.Error
+	switch {
+	case err == nil:
+		d.Close()
+		t.Errorf("NCCL %s made a device communicator with GIN on a communicator whose properties say it has none", r)
+	case !errors.As(err, &ne) || ne.Code != nccl.InvalidArgument:
+		t.Errorf("NCCL %s's own answer: %v (%T), want ncclInvalidArgument", r, err, err)
+	default:
+		t.Logf("NCCL %s's own answer: %v", r, err)
+	}
+	// The communicator still works: a device communicator without GIN.
+	lsa, err := nccl.LSABarrierResource(one, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{lsa}})
+	if err != nil {
+		t.Fatalf("NCCL %s: CreateDevComm after the refusals: %v", r, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// ginBarrierTwoRanks checks the requirement of 3 GIN barriers over the
+// world team of two ranks sharing GPU 0: 6 signals, no buffer (2.30.3+,
+// where ranks may share a GPU).
+func ginBarrierTwoRanks(t *testing.T, r nccl.Release) {
+	comms, err := nccl.InitAll([]int{0, 0})
+	if err != nil {
+		t.Fatalf("InitAll([0 0]): %v", err)
+	}
+	defer func() {
+		if err := nccl.DestroyAll(comms...); err != nil {
+			t.Errorf("DestroyAll: %v", err)
+		}
+	}()
+	world, err := comms[1].TeamWorld()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := comms[1].GINBarrierResource(world, 3)
+	if err != nil {
+		t.Fatalf("NCCL %s: GINBarrierResource over %v: %v", r, world, err)
+	}
+	if b, n := nccl.DevResourceRequirement(g); n != 3*world.NRanks || b != 0 {
+		t.Errorf("NCCL %s: two-rank team, 3 barriers: bufferSize %d, ginSignalCount %d; want 0, %d", r, b, n, 3*world.NRanks)
+	}
+}

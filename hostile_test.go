@@ -328,7 +328,9 @@ func TestHostileCountPastIntMessage(t *testing.T) {
 func TestHostileZeroValueResourceMethods(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
 		_, _, err := (&nccl.DevResource{}).Handle()
-		wantArgErr(t, err, "DevResource.Handle", "resource", "not made by LSABarrierResource or LLA2AResource")
+		wantArgErr(t, err, "DevResource.Handle", "resource", "not made by LSABarrierResource, LLA2AResource or GINBarrierResource")
+		_, err = (&nccl.DevResource{}).GINSignal()
+		wantArgErr(t, err, "DevResource.GINSignal", "resource", "not made by")
 		var arg [8]byte
 		_, err = (&nccl.DevResource{}).PutKernelArg(arg[:])
 		wantArgErr(t, err, "DevResource.PutKernelArg", "resource", "not made by")
@@ -359,5 +361,25 @@ func TestHostileLLA2ACalcSlotsMessage(t *testing.T) {
 		wantArgErr(t, err, "LLA2ACalcSlots", "maxEltSize", "2147483647", "2^31-8")
 		_, err = nccl.LLA2ACalcSlots(1<<28, 64)
 		wantArgErr(t, err, "LLA2ACalcSlots", "maxElts", "2147483648 slots")
+	})
+}
+
+// Counts whose product with the team or slot size wraps around 2^64 (and
+// whose int32 is 0) are refused, not passed to NCCL as 0 barriers or
+// blocks.
+func TestHostileResourceCountWrapsAround(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
+		one := nccl.Team{NRanks: 1, Rank: 0, Stride: 1}
+		_, err := nccl.LSABarrierResource(one, 1<<62) // (3+1) × 2^62 = 2^64
+		wantArgErr(t, err, "LSABarrierResource", "nBarriers", "past NCCL's int")
+		_, err = nccl.LLA2AResource(1<<60, 1) // 2^60 × 3 × 16: a multiple of 2^64
+		wantArgErr(t, err, "LLA2AResource", "nBlocks", "past NCCL's int")
+		c := fakeComm(t, 4, 1, nil)
+		world, _ := c.TeamWorld()
+		_, err = c.GINBarrierResource(world, 1<<62) // 4 × 2^62 = 2^64
+		wantArgErr(t, err, "GINBarrierResource", "nBarriers", "past NCCL's int")
+		for _, fn := range []string{"ncclLsaBarrierCreateRequirement", "ncclLLA2ACreateRequirement", "ncclGinBarrierCreateRequirement"} {
+			noNCCLCall(t, fn)
+		}
 	})
 }

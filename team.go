@@ -10,8 +10,9 @@ import (
 // Team is a set of ranks of a communicator as NCCL's device API names them
 // (ncclTeam_t): NRanks members, this rank's index Rank among them, and
 // Stride, the distance in world ranks between consecutive members. Teams
-// come from [Communicator.TeamWorld], [Communicator.TeamLSA] and
-// [Communicator.TeamRail]; translate a member's index with
+// come from [Communicator.TeamWorld], [Communicator.TeamLSA],
+// [Communicator.TeamRail], [Communicator.TeamCFT] and
+// [Communicator.TeamCFTMultimem]; translate a member's index with
 // [Communicator.TeamRankToWorld] and [Communicator.TeamRankToLSA].
 type Team struct {
 	NRanks int `json:"nranks"`
@@ -77,12 +78,16 @@ func (c *Communicator) team(op, fn string, s capi.Sym, which int, tk take) (Team
 	}
 	t := Team{NRanks: int(raw.NRanks), Rank: int(raw.Rank), Stride: int(raw.Stride)}
 	if t.NRanks <= 0 {
-		// ncclTeamLsa and ncclTeamRail return an empty team when NCCL
-		// cannot initialize its device runtime.
-		return Team{}, &Error{Op: op, Code: InternalError, Detail: fmt.Sprintf(
-			"%s returned an empty team: NCCL could not initialize its device runtime for this communicator", fn)}
+		return Team{}, emptyTeam(op, fn)
 	}
 	return t, nil
+}
+
+// emptyTeam is the error of an empty team from fn: ncclTeamLsa, Rail and
+// the CFT teams return one when NCCL cannot initialize its device runtime.
+func emptyTeam(op, fn string) error {
+	return &Error{Op: op, Code: InternalError, Detail: fmt.Sprintf(
+		"%s returned an empty team: NCCL could not initialize its device runtime for this communicator", fn)}
 }
 
 func (c *Communicator) teamRankTo(op, fn string, s capi.Sym, toLSA bool, t Team, rank int, tk take) (int, error) {

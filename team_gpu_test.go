@@ -180,3 +180,50 @@ func checkTeamsOf(t *testing.T, c *nccl.Communicator, rank, nranks int) nccl.Tea
 	t.Logf("NCCL %s rank %d/%d: world %v, LSA %v, rail %v", r, rank, nranks, w, lsa, rail)
 	return lsa
 }
+
+// CFT on a real NCCL: every CFT call is refused with its first release
+// (2.31.2) below it, the STyGIANet fork's 2.31.0 included. From 2.31.2 on
+// a GPU without CFT (an H200): the flat and multicast CFT teams are the
+// rank alone, and the logical-endpoint queries fail with an error wrapping
+// ErrUnsupported.
+func TestGPUCFT(t *testing.T) {
+	r := gputest.Require(t)
+	c := initOne(t)
+	defer c.Destroy()
+	flat, err := c.TeamCFT(nccl.CFTTeamFlat)
+	if r < 23102 {
+		wantUnsupported(t, "TeamCFT", err, "ncclTeamCft", 23102)
+		_, err = c.TeamCFTMultimem()
+		wantUnsupported(t, "TeamCFTMultimem", err, "ncclTeamCftMultimem", 23102)
+		var w *nccl.Window // the gate comes first
+		_, err = w.CFTAddress(nccl.Team{NRanks: 1, Stride: 1}, 0, 0)
+		wantUnsupported(t, "CFTAddress", err, "ncclGetCftDeviceLeInfo", 23102)
+		_, err = w.CFTPeerAddress(0, 0)
+		wantUnsupported(t, "CFTPeerAddress", err, "ncclGetPeerDeviceLeInfo", 23102)
+		_, err = w.CFTMultimemAddress(0)
+		wantUnsupported(t, "CFTMultimemAddress", err, "ncclGetMultimemDeviceLeInfo", 23102)
+		return
+	}
+	one := nccl.Team{NRanks: 1, Rank: 0, Stride: 1}
+	if err != nil || flat != one {
+		t.Errorf("NCCL %s: TeamCFT(flat) = %v, %v; want %v", r, flat, err, one)
+	}
+	if mm, err := c.TeamCFTMultimem(); err != nil || mm != one {
+		t.Errorf("NCCL %s: TeamCFTMultimem = %v, %v; want %v", r, mm, err, one)
+	}
+	mem, err := nccl.MemAlloc[float32](0, 1024)
+	if err != nil {
+		t.Fatalf("MemAlloc: %v", err)
+	}
+	defer mem.Free()
+	w, err := c.RegisterWindow(nccl.BufferOf(mem), nccl.WindowCollSymmetric)
+	if err != nil {
+		t.Fatalf("RegisterWindow: %v", err)
+	}
+	defer w.Close()
+	a, err := w.CFTPeerAddress(0, 0)
+	if !errors.Is(err, nccl.ErrUnsupported) {
+		t.Errorf("NCCL %s: CFTPeerAddress on a GPU without CFT = %v, %v; want an error wrapping ErrUnsupported", r, a, err)
+	}
+	t.Logf("NCCL %s: flat CFT team %v; CFTPeerAddress: %v", r, flat, err)
+}

@@ -398,6 +398,25 @@ func GetPeerDevicePointer(win uintptr, offset uint64, peer int) (uintptr, Status
 	return uintptr(p), st
 }
 
+// GetMultimemDeviceLeInfo is ncclGetMultimemDeviceLeInfo (NCCL 2.31.2): the
+// multicast logical endpoint id and offset of the byte at offset in win.
+func GetMultimemDeviceLeInfo(win uintptr, offset uint64) (uint32, uint64, Status) {
+	var id C.uint32_t
+	var off C.size_t
+	st := status(C.capi_ncclGetMultimemDeviceLeInfo(C.uintptr_t(win), C.size_t(offset), &id, &off))
+	return uint32(id), uint64(off), st
+}
+
+// GetPeerDeviceLeInfo is ncclGetPeerDeviceLeInfo (NCCL 2.31.2): the logical
+// endpoint id and offset of the byte at offset in the window win of world
+// rank peer.
+func GetPeerDeviceLeInfo(win uintptr, offset uint64, peer int) (uint32, uint64, Status) {
+	var id C.uint32_t
+	var off C.size_t
+	st := status(C.capi_ncclGetPeerDeviceLeInfo(C.uintptr_t(win), C.size_t(offset), C.int(peer), &id, &off))
+	return uint32(id), uint64(off), st
+}
+
 // RedOpCreatePreMulSum: scalar is a device address (residence 0) or the
 // address of host memory NCCL reads during the call (residence 1).
 func RedOpCreatePreMulSum(scalar uintptr, datatype, residence int32, comm uintptr) (int32, Status) {

@@ -40,6 +40,15 @@ int capi_lla2a_requirement(int nBlocks, int nSlots, capi_dev_resource *r) {
 	return f(nBlocks, nSlots, r->handle, r->req);
 }
 
+int capi_gin_barrier_requirement(uintptr_t comm, const capi_team *team, int nBarriers, capi_dev_resource *r) {
+	typedef int (*fn_t)(void *, capi_team, int, void *, void *);
+	fn_t f = (fn_t)capi_nccl_fn(CAPI_SYM_ncclGinBarrierCreateRequirement);
+	if (!f) {
+		return capi_nccl_missing();
+	}
+	return f((void *)comm, *team, nBarriers, r->handle, r->req);
+}
+
 void capi_team_resource_init(capi_team_resource *r, const capi_team *team, int multimem) {
 	r->req.next = NULL;
 	r->req.team = *team;

@@ -56,6 +56,20 @@ func LSABarrierRequirement(team Team, nBarriers int32, r DevResource) int32 {
 	return int32(C.capi_lsa_barrier_requirement(&t, C.int(nBarriers), r.p))
 }
 
+// GINBarrierRequirement is ncclGinBarrierCreateRequirement on comm into r;
+// the result is NCCL's, Missing or NotLoaded.
+func GINBarrierRequirement(comm uintptr, team Team, nBarriers int32, r DevResource) int32 {
+	t := C.capi_team{nRanks: C.int(team.NRanks), rank: C.int(team.Rank), stride: C.int(team.Stride)}
+	return int32(C.capi_gin_barrier_requirement(C.uintptr_t(comm), &t, C.int(nBarriers), r.p))
+}
+
+// Requirement reads the node's bufferSize and ginSignalCount (the
+// ncclDevResourceRequirements_t of 2.28.7 and later: bufferSize at byte 8,
+// ginSignalCount at 32).
+func (r DevResource) Requirement() (bufferSize uint64, ginSignalCount int32) {
+	return uint64(r.p.req[1]), int32(uint32(r.p.req[4]))
+}
+
 // LLA2ARequirement is ncclLLA2ACreateRequirement into r.
 func LLA2ARequirement(nBlocks, nSlots int32, r DevResource) int32 {
 	return int32(C.capi_lla2a_requirement(C.int(nBlocks), C.int(nSlots), r.p))

@@ -12,9 +12,11 @@
 // A device resource requirement in C memory, at a fixed address: the
 // ncclDevResourceRequirements_t node (32 bytes in 2.28.3, 56 from 2.28.7;
 // NCCL's *CreateRequirement helpers zero their own size and point
-// outBufferHandle into the handle), then the handle (ncclLsaBarrierHandle_t
-// {bufHandle, nBarriers} or ncclLLA2AHandle_t {bufHandle, nSlots}, 8
-// bytes), which ncclDevCommCreate's job writes when it completes.
+// outBufferHandle, or outGinSignalStart, into the handle), then the handle
+// (ncclLsaBarrierHandle_t {bufHandle, nBarriers}, ncclLLA2AHandle_t
+// {bufHandle, nSlots} or ncclGinBarrierHandle_t {signal0, bufHandle or
+// unused}, 8 bytes), which ncclDevCommCreate's job writes when it
+// completes.
 typedef struct {
 	uint64_t req[7];
 	uint32_t handle[2];
@@ -26,6 +28,11 @@ typedef struct {
 // result, or CAPI_MISSING / CAPI_NOT_LOADED without calling.
 int capi_lsa_barrier_requirement(const capi_team *team, int nBarriers, capi_dev_resource *r);
 int capi_lla2a_requirement(int nBlocks, int nSlots, capi_dev_resource *r);
+// capi_gin_barrier_requirement is ncclGinBarrierCreateRequirement(comm,
+// team, nBarriers, &r->handle, &r->req) (NCCL 2.28.7). Its handle,
+// ncclGinBarrierHandle_t, is {signal0, bufHandle} up to 2.29.3 and
+// {signal0, unused} from 2.29.7: 8 bytes either way, signal0 first.
+int capi_gin_barrier_requirement(uintptr_t comm, const capi_team *team, int nBarriers, capi_dev_resource *r);
 
 // capi_lla2a_calc_slots calls ncclLLA2ACalcSlots(maxElts, maxEltSize) and
 // stores its value in *out; it returns 0, or CAPI_MISSING / CAPI_NOT_LOADED

@@ -17,6 +17,10 @@ func (r DevResource) SetNext(next uintptr)                                  {}
 func (r DevResource) Handle() [2]uint32                                     { return [2]uint32{} }
 func LSABarrierRequirement(team Team, nBarriers int32, r DevResource) int32 { return NotLoaded }
 func LLA2ARequirement(nBlocks, nSlots int32, r DevResource) int32           { return NotLoaded }
+func GINBarrierRequirement(comm uintptr, team Team, nBarriers int32, r DevResource) int32 {
+	return NotLoaded
+}
+func (r DevResource) Requirement() (bufferSize uint64, ginSignalCount int32) { return 0, 0 }
 
 // TeamResource is a capi_team_resource in C memory (none without cgo).
 type TeamResource struct{}

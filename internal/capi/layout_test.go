@@ -271,6 +271,11 @@ func TestSymbolReleases(t *testing.T) {
 		"ncclAllReduceConfig": 23100, "ncclBroadcastConfig": 23100, "ncclReduceConfig": 23100,
 		"ncclAllGatherConfig": 23100, "ncclReduceScatterConfig": 23100, "ncclAlltoAllConfig": 23100,
 		"ncclGatherConfig": 23100, "ncclScatterConfig": 23100,
+		// NVIDIA/nccl: in src/nccl_device/gin_barrier.cc from v2.28.7-1, not
+		// in v2.28.3-1; the CFT functions are in 2.31.2's core.h, not in
+		// the 2.31.0a16 fork.
+		"ncclGinBarrierCreateRequirement": 22807, "ncclTeamCft": 23102, "ncclTeamCftMultimem": 23102,
+		"ncclGetCftDeviceLeInfo": 23102, "ncclGetPeerDeviceLeInfo": 23102, "ncclGetMultimemDeviceLeInfo": 23102,
 	}
 	seen := map[string]bool{}
 	for _, s := range capi.NCCLSymbols() {

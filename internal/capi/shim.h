@@ -302,7 +302,9 @@ enum {
 	X(ncclDevCommDestroy, 22803, comm, 0, (uintptr_t comm, const capi_devcomm *devcomm), ((void *)comm, devcomm)) \
 	X(ncclGetLsaMultimemDevicePointer, 22902, 0, 0, (uintptr_t win, size_t offset, uintptr_t *ptr), ((void *)win, offset, (void **)ptr)) \
 	X(ncclGetLsaDevicePointer, 22902, 0, 0, (uintptr_t win, size_t offset, int lsaRank, uintptr_t *ptr), ((void *)win, offset, lsaRank, (void **)ptr)) \
-	X(ncclGetPeerDevicePointer, 22902, 0, 0, (uintptr_t win, size_t offset, int peer, uintptr_t *ptr), ((void *)win, offset, peer, (void **)ptr))
+	X(ncclGetPeerDevicePointer, 22902, 0, 0, (uintptr_t win, size_t offset, int peer, uintptr_t *ptr), ((void *)win, offset, peer, (void **)ptr)) \
+	X(ncclGetMultimemDeviceLeInfo, 23102, 0, 0, (uintptr_t win, size_t offset, uint32_t *leId, size_t *leOffset), ((void *)win, offset, leId, leOffset)) \
+	X(ncclGetPeerDeviceLeInfo, 23102, 0, 0, (uintptr_t win, size_t offset, int peer, uint32_t *leId, size_t *leOffset), ((void *)win, offset, peer, leId, leOffset))
 
 // NCCL functions whose trampolines are written by hand: they return something
 // other than ncclResult_t, take a struct by value, or must run with a CUDA
@@ -313,7 +315,11 @@ enum {
 // (ncclTeam*, team.c) return ncclTeam_t or int and take ncclTeam_t by value.
 // ncclLLA2ACalcSlots (devres.c) returns an int;
 // ncclLsaBarrierCreateRequirement takes ncclTeam_t by value,
-// ncclGetMultimemDevicePointer an ncclMultimemHandle_t.
+// ncclGetMultimemDevicePointer an ncclMultimemHandle_t;
+// ncclGinBarrierCreateRequirement (2.28.7) takes ncclTeam_t by value. The
+// CFT team functions (ncclTeamCft, ncclTeamCftMultimem: 2.31.2, team.c)
+// return ncclTeam_t, and ncclGetCftDeviceLeInfo (2.31.2, team.c) takes one
+// by value.
 // ncclSetEncryption (2.32.3) has no trampoline: the layout of its
 // ncclEncryptionConfig_t is not established, so the binding only reports
 // whether the loaded library has it (encryption.go).
@@ -361,7 +367,11 @@ enum {
 	X(ncclLsaBarrierCreateRequirement, 22803)                         \
 	X(ncclLLA2ACreateRequirement, 22803)                              \
 	X(ncclGetMultimemDevicePointer, 22902)                            \
-	X(ncclSetEncryption, 23203)
+	X(ncclSetEncryption, 23203)                                       \
+	X(ncclGinBarrierCreateRequirement, 22807)                         \
+	X(ncclTeamCft, 23102)                                             \
+	X(ncclTeamCftMultimem, 23102)                                     \
+	X(ncclGetCftDeviceLeInfo, 23102)
 
 // The CUDA driver functions the binding calls. All return CUresult.
 // X(name, parameters, arguments). The trampoline capi_<name> takes the CUDA

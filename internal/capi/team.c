@@ -12,8 +12,9 @@ static int team_ready(void *f, uintptr_t comm) {
 }
 
 int capi_team_get(int which, uintptr_t comm, capi_team *out) {
-	static const int syms[] = {CAPI_SYM_ncclTeamWorld, CAPI_SYM_ncclTeamLsa, CAPI_SYM_ncclTeamRail};
-	if (which < 0 || which > CAPI_TEAM_RAIL) {
+	static const int syms[] = {CAPI_SYM_ncclTeamWorld, CAPI_SYM_ncclTeamLsa, CAPI_SYM_ncclTeamRail,
+				   CAPI_SYM_ncclTeamCftMultimem};
+	if (which < 0 || which > CAPI_TEAM_CFT_MULTIMEM) {
 		return 4; // ncclInvalidArgument
 	}
 	typedef capi_team (*fn_t)(void *);
@@ -35,4 +36,31 @@ int capi_team_rank_to(int to_lsa, uintptr_t comm, const capi_team *team, int ran
 	}
 	*out = f((void *)comm, *team, rank);
 	return 0;
+}
+
+int capi_team_cft(uintptr_t comm, int mode, capi_team *out) {
+	typedef capi_team (*fn_t)(void *, int); // ncclCftTeamMode_t: an int-sized enum
+	fn_t f = (fn_t)capi_nccl_fn(CAPI_SYM_ncclTeamCft);
+	int g = team_ready((void *)f, comm);
+	if (g) {
+		return g;
+	}
+	*out = f((void *)comm, mode);
+	return 0;
+}
+
+capi_status capi_get_cft_device_le_info(uintptr_t win, size_t offset, int peer, const capi_team *team,
+					uint32_t *leId, size_t *leOffset) {
+	typedef int (*fn_t)(void *, size_t, int, capi_team, uint32_t *, size_t *);
+	fn_t f = (fn_t)capi_nccl_fn(CAPI_SYM_ncclGetCftDeviceLeInfo);
+	capi_status s = {0, NULL};
+	if (!f) {
+		s.code = capi_nccl_missing();
+		return s;
+	}
+	s.code = f((void *)win, offset, peer, *team, leId, leOffset);
+	if (s.code != 0) {
+		s.detail = capi_ncclGetLastError();
+	}
+	return s;
 }

@@ -203,6 +203,19 @@ func GetPeerDevicePointer(win uintptr, offset uint64, peer int) (uintptr, Status
 	return *new(uintptr), Status{Code: NotLoaded, Detail: noCgo}
 }
 
+// GetMultimemDeviceLeInfo is ncclGetMultimemDeviceLeInfo (NCCL 2.31.2): the
+// multicast logical endpoint id and offset of the byte at offset in win.
+func GetMultimemDeviceLeInfo(win uintptr, offset uint64) (uint32, uint64, Status) {
+	return *new(uint32), *new(uint64), Status{Code: NotLoaded, Detail: noCgo}
+}
+
+// GetPeerDeviceLeInfo is ncclGetPeerDeviceLeInfo (NCCL 2.31.2): the logical
+// endpoint id and offset of the byte at offset in the window win of world
+// rank peer.
+func GetPeerDeviceLeInfo(win uintptr, offset uint64, peer int) (uint32, uint64, Status) {
+	return *new(uint32), *new(uint64), Status{Code: NotLoaded, Detail: noCgo}
+}
+
 // RedOpCreatePreMulSum: scalar is a device address (residence 0) or the
 // address of host memory NCCL reads during the call (residence 1).
 func RedOpCreatePreMulSum(scalar uintptr, datatype, residence int32, comm uintptr) (int32, Status) {

@@ -51,6 +51,8 @@ const (
 	SymGetLsaMultimemDevicePointer            // ncclGetLsaMultimemDevicePointer, NCCL 2.29.2
 	SymGetLsaDevicePointer                    // ncclGetLsaDevicePointer, NCCL 2.29.2
 	SymGetPeerDevicePointer                   // ncclGetPeerDevicePointer, NCCL 2.29.2
+	SymGetMultimemDeviceLeInfo                // ncclGetMultimemDeviceLeInfo, NCCL 2.31.2
+	SymGetPeerDeviceLeInfo                    // ncclGetPeerDeviceLeInfo, NCCL 2.31.2
 	SymGetErrorString                         // ncclGetErrorString, NCCL 2.3.5
 	SymGetLastError                           // ncclGetLastError, NCCL 2.13.4
 	SymCommInitRank                           // ncclCommInitRank, NCCL 2.3.5
@@ -90,10 +92,14 @@ const (
 	SymLLA2ACreateRequirement                 // ncclLLA2ACreateRequirement, NCCL 2.28.3
 	SymGetMultimemDevicePointer               // ncclGetMultimemDevicePointer, NCCL 2.29.2
 	SymSetEncryption                          // ncclSetEncryption, NCCL 2.32.3
+	SymGinBarrierCreateRequirement            // ncclGinBarrierCreateRequirement, NCCL 2.28.7
+	SymTeamCft                                // ncclTeamCft, NCCL 2.31.2
+	SymTeamCftMultimem                        // ncclTeamCftMultimem, NCCL 2.31.2
+	SymGetCftDeviceLeInfo                     // ncclGetCftDeviceLeInfo, NCCL 2.31.2
 )
 
 // NumSyms is the number of functions in the shim's list.
-const NumSyms = 85
+const NumSyms = 91
 
 // SymName is each function's C name.
 var SymName = [NumSyms]string{
@@ -143,6 +149,8 @@ var SymName = [NumSyms]string{
 	SymGetLsaMultimemDevicePointer: "ncclGetLsaMultimemDevicePointer",
 	SymGetLsaDevicePointer:         "ncclGetLsaDevicePointer",
 	SymGetPeerDevicePointer:        "ncclGetPeerDevicePointer",
+	SymGetMultimemDeviceLeInfo:     "ncclGetMultimemDeviceLeInfo",
+	SymGetPeerDeviceLeInfo:         "ncclGetPeerDeviceLeInfo",
 	SymGetErrorString:              "ncclGetErrorString",
 	SymGetLastError:                "ncclGetLastError",
 	SymCommInitRank:                "ncclCommInitRank",
@@ -182,6 +190,10 @@ var SymName = [NumSyms]string{
 	SymLLA2ACreateRequirement:      "ncclLLA2ACreateRequirement",
 	SymGetMultimemDevicePointer:    "ncclGetMultimemDevicePointer",
 	SymSetEncryption:               "ncclSetEncryption",
+	SymGinBarrierCreateRequirement: "ncclGinBarrierCreateRequirement",
+	SymTeamCft:                     "ncclTeamCft",
+	SymTeamCftMultimem:             "ncclTeamCftMultimem",
+	SymGetCftDeviceLeInfo:          "ncclGetCftDeviceLeInfo",
 }
 
 // SymSince is the first NCCL release that has each function, as MMmmpp.
@@ -232,6 +244,8 @@ var SymSince = [NumSyms]int{
 	SymGetLsaMultimemDevicePointer: 22902,
 	SymGetLsaDevicePointer:         22902,
 	SymGetPeerDevicePointer:        22902,
+	SymGetMultimemDeviceLeInfo:     23102,
+	SymGetPeerDeviceLeInfo:         23102,
 	SymGetErrorString:              20305,
 	SymGetLastError:                21304,
 	SymCommInitRank:                20305,
@@ -271,4 +285,8 @@ var SymSince = [NumSyms]int{
 	SymLLA2ACreateRequirement:      22803,
 	SymGetMultimemDevicePointer:    22902,
 	SymSetEncryption:               23203,
+	SymGinBarrierCreateRequirement: 22807,
+	SymTeamCft:                     23102,
+	SymTeamCftMultimem:             23102,
+	SymGetCftDeviceLeInfo:          23102,
 }

@@ -51,9 +51,14 @@
 //   FAKE_NCCL_GIN_TYPE, FAKE_NCCL_RAILED_GIN_TYPE, FAKE_NCCL_HOST_RMA,
 //   FAKE_NCCL_LSA_TEAMS (default 1), FAKE_NCCL_MULTIMEM,
 //   FAKE_NCCL_GIN_CONNECTION (2.31's ginConnectionType): property values
-//   FAKE_NCCL_DEVR_FAIL    1: the lazy device-runtime init fails: ncclTeamLsa
-//                          and ncclTeamRail return an all-zero team and
-//                          ncclTeamRankToLsa -1, as NCCL does
+//   FAKE_NCCL_DEVR_FAIL    1: the lazy device-runtime init fails: ncclTeamLsa,
+//                          ncclTeamRail and the CFT teams return an all-zero
+//                          team and ncclTeamRankToLsa -1, as NCCL does
+//   FAKE_NCCL_CFT          1: the GPUs have CUDA fabric logical endpoints
+//                          (CFT: Blackwell, CUDA 13.3): the CFT teams are the
+//                          LSA team and the logical-endpoint queries answer;
+//                          0 (default): no CFT, as on every GPU before
+//                          Blackwell (NVIDIA's 2.31.2 cft_dev_runtime.cc)
 //   FAKE_NCCL_PARAMS       more parameters for the registry of the parameter
 //                          API (2.30.3), as later releases register more:
 //                          KEY:type[:private]=default,... with type one of
@@ -152,6 +157,7 @@ static struct {
 	int gin_type, railed_gin_type, host_rma, lsa_teams, multimem;
 	int gin_conn;  // ncclCommProperties_t.ginConnectionType (2.31)
 	int devr_fail; // the lazy device-runtime init fails
+	int cft;       // CUDA fabric logical endpoints (FAKE_NCCL_CFT)
 	int no_window, no_symmetric;
 	int win_disabled, cumem_disabled; // NCCL_WIN_ENABLE=0, NCCL_CUMEM_ENABLE=0
 	int log_fd;
@@ -205,6 +211,7 @@ static void read_knobs(void) {
 	knob.multimem = env_int("FAKE_NCCL_MULTIMEM", 0);
 	knob.gin_conn = env_int("FAKE_NCCL_GIN_CONNECTION", 0);
 	knob.devr_fail = env_int("FAKE_NCCL_DEVR_FAIL", 0);
+	knob.cft = env_int("FAKE_NCCL_CFT", 0);
 	knob.no_window = env_int("FAKE_NCCL_NO_WINDOW", 0) || env_int("NCCL_WIN_ENABLE", 1) == 0;
 	knob.no_symmetric = env_int("FAKE_NCCL_NO_SYMMETRIC", 0);
 	knob.win_disabled = env_int("NCCL_WIN_ENABLE", 1) == 0;
@@ -550,6 +557,7 @@ struct window {
 	int flags;
 	int alive;
 	struct window *next;
+	size_t big_offset; // where the window starts in the communicator's symmetric range (NCCL's bigOffset)
 };
 
 struct devcomm {
@@ -600,6 +608,9 @@ struct comm {
 	struct reg *regs;
 	struct window *windows;
 	struct devcomm *devcomms;
+	// CFT logical endpoints made (2.31.2): the unicast ones of the flat CFT
+	// team, and the multicast one of the CFT multimem team.
+	int le_uc, le_mc;
 	struct comm *next; // every communicator ever made (never freed)
 };
 
@@ -2259,8 +2270,11 @@ EXPORT int ncclCommWindowRegister(void *comm, void *buff, size_t size, void **wi
 	if (!w) {
 		return group_error_check(fail(ncclSystemError, fn, "out of memory"));
 	}
-	*w = (struct window){c, (uintptr_t)buff, size, flags, 1, NULL};
+	*w = (struct window){c, (uintptr_t)buff, size, flags, 1, NULL, 0};
 	pthread_mutex_lock(&mu);
+	for (struct window *o = c->windows; o; o = o->next) {
+		w->big_offset += (o->size + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+	}
 	w->next = c->windows;
 	c->windows = w;
 	pthread_mutex_unlock(&mu);
@@ -2865,6 +2879,48 @@ static int gin_requested(const struct reqs *q, int v) {
 	       (v >= 23003 && q->worldGinBarrierCount > 0);
 }
 
+// node_gin reports whether a node of the resource list (2.28.7's 56-byte
+// ncclDevResourceRequirements_t: ginSignalCount at 32, ginCounterCount at
+// 36) asks for GIN signals or counters, as ncclGinResourcesRequested does
+// from 2.29.7. -1: the list has a cycle.
+static int node_gin(const unsigned char *node, int v) {
+	if (v < 22807) {
+		return 0;
+	}
+	for (int i = 0; node; i++) {
+		if (i == 1024) {
+			return -1;
+		}
+		if (get_i32(node, 32) > 0 || get_i32(node, 36) > 0) {
+			return 1;
+		}
+		memcpy(&node, node, sizeof node);
+	}
+	return 0;
+}
+
+// internal_gin_signals is how many GIN signals the barriers NCCL adds in
+// front of the caller's resource list take (ncclDevrCommCreateInternal):
+// up to 2.29.3 the rail barriers' count; from 2.29.7 each GIN barrier
+// takes nBarriers × its team's ranks (rail team: nranks / LSA size); the
+// hybrid and world barriers came in 2.30.3, the hybrid world barrier
+// (none on a RAIL connection) in 2.30.7.
+static int internal_gin_signals(const struct reqs *q, const struct comm *c, int v) {
+	int rail = c->nranks / lsa_size(c);
+	int bar = q->barrierCount > q->railGinBarrierCount ? q->barrierCount : q->railGinBarrierCount;
+	if (v < 22907) {
+		return bar;
+	}
+	if (v < 23003) {
+		return bar * rail;
+	}
+	int n = q->barrierCount * rail + q->railGinBarrierCount * rail + q->worldGinBarrierCount * c->nranks;
+	if (v >= 23007 && q->ginConnectionType != 2) {
+		n += q->barrierCount * c->nranks;
+	}
+	return n;
+}
+
 // symmetric_support is NCCL's comm->symmetricSupport, which
 // ncclDevCommCreate requires: symmetric memory turned on (NCCL_WIN_ENABLE)
 // over cuMem (NCCL_CUMEM_ENABLE), and, before 2.28.7, at least 2 ranks on
@@ -2965,7 +3021,13 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 		return group_error_check(r);
 	}
 	int gin_enabled = q.ginConnectionType != 0 || q.ginForceEnable;
-	if (v >= 22907 && gin_requested(&q, v) && !gin_enabled) {
+	const unsigned char *res_head;
+	memcpy(&res_head, p + (v < 22902 ? 0 : 16), sizeof res_head);
+	int nodes_gin = node_gin(res_head, v);
+	if (nodes_gin < 0) {
+		return group_error_check(fail(ncclInvalidArgument, fn, "resourceRequirementsList has a cycle"));
+	}
+	if (v >= 22907 && (gin_requested(&q, v) || nodes_gin) && !gin_enabled) {
 		return group_error_check(fail(ncclInvalidArgument, fn, "GIN resources requested but GIN is not enabled "
 					       "(ginConnectionType NONE and ginForceEnable false)"));
 	}
@@ -2979,14 +3041,23 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 			return group_error_check(fail(ncclInvalidArgument, fn, "ginCustomStride %d is below ginMinStride %d",
 						       q.ginCustomStride, minStride));
 		}
-		if (q.cftCaps != 0) {
+		if (q.cftCaps != 0 && !knob.cft) {
 			return group_error_check(fail(ncclInvalidUsage, fn, "CFT requested (cftCaps %#x) but not all ranks "
 						       "support CFT", q.cftCaps));
 		}
+		if ((q.cftCaps & 2) && !knob.multimem) {
+			return group_error_check(fail(ncclInvalidArgument, fn, "CFT multicast support requested, but NVLS is "
+						       "disabled or unsupported."));
+		}
+		// The logical endpoints are made during the call.
+		c->le_uc |= (q.cftCaps & 1) != 0;
+		c->le_mc |= (q.cftCaps & 2) != 0;
 	}
 	if (gin_enabled && knob.gin_type == 0) {
-		return group_error_check(fail(ncclInvalidUsage, fn, "GIN requested but the communicator has no GIN "
-					       "(FAKE_NCCL_GIN_TYPE=0)"));
+		// 2.29.7 and later (ncclDevrCommCreateInternal): ncclInvalidArgument.
+		return group_error_check(fail(v >= 22907 ? ncclInvalidArgument : ncclInvalidUsage, fn,
+					      "User requested GIN but not all ranks in the communicator support GIN "
+					      "(FAKE_NCCL_GIN_TYPE=0)"));
 	}
 	// The device communicator: rank and nRanks first, then lsaRank and lsaSize.
 	unsigned char dc[256] = {0};
@@ -3027,6 +3098,9 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 	const unsigned char *node;
 	memcpy(&node, p + (v < 22902 ? 0 : 16), sizeof node);
 	uint32_t handle = 0;
+	// GIN signals: the caller's ginSignalCount first (ids from 0), then
+	// NCCL's own barriers', then each node's in list order.
+	uint32_t signal = (uint32_t)(q.ginSignalCount + internal_gin_signals(&q, c, v));
 	for (int i = 0; node; i++) {
 		if (i == 1024) {
 			drop_actions(acts);
@@ -3041,6 +3115,14 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 			acts = append(acts, write_bytes(outh, &handle, 4));
 		}
 		handle += (uint32_t)((bufferSize + 127) / 128);
+		if (v >= 22807) {
+			void *outsig;
+			memcpy(&outsig, node + 40, sizeof outsig);
+			if (outsig) {
+				acts = append(acts, write_bytes(outsig, &signal, 4));
+			}
+			signal += (uint32_t)get_i32(node, 32);
+		}
 		node = nextNode;
 	}
 	// The team requirements (NCCL copies team, multimem and
@@ -3184,6 +3266,158 @@ EXPORT int ncclTeamRankToLsa(void *comm, fake_team team, int rank) {
 		return -1;
 	}
 	return c->rank % lsa_size(c) + (rank - team.rank) * team.stride;
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// CFT (CUDA fabric logical endpoints, NCCL 2.31.2; NVIDIA's 2.31.2
+// src/nccl_device/core.cc and src/cft_dev_runtime.cc). The flat CFT team
+// has cftSize ranks: the LSA team's size where the GPUs and the CUDA build
+// and driver (13.3) support logical endpoints, else 1 (this rank alone);
+// the multimem CFT team likewise (cftMcSize). The rank in them is taken as
+// rank % size, as the LSA team's (the line that sets it is not in the
+// sources read). The hierarchical teams are ncclTeamOuterFactor(flat,
+// inner size): an inner size above the flat size gives an empty team. An
+// unknown mode, or a failed device-runtime init, gives {0, 0, 0}.
+//
+// The logical endpoints (LEs): the unicast ones of the flat team exist
+// once a device communicator with NCCL_CFT is made, or from the start on a
+// communicator made with hostCftMode Enable or Fallback (the fake's
+// reading of NVIDIA's documentation: "set hostCftMode ... to query CFT
+// endpoint information from host code before creating a CFT-enabled
+// device communicator"); the multicast one is made by the first
+// ncclGetMultimemDeviceLeInfo (NCCL then needs NVLS: FAKE_NCCL_MULTIMEM)
+// if no device communicator with NCCL_CFT_MULTIMEM made it. Ids: unicast
+// FAKE_LE_BASE + flat rank, multicast FAKE_LE_MC; offsets the window's
+// place in the communicator's symmetric range plus the offset, which NCCL
+// does not check.
+#if SINCE(23102)
+enum { CFT_TEAM_FLAT, CFT_TEAM_HIER_MULTIMEM, CFT_TEAM_HIER_LSA };
+enum { FAKE_LE_BASE = 0x100, FAKE_LE_MC = 0x800 };
+
+static int cft_size(const struct comm *c) { return knob.cft ? lsa_size(c) : 1; }
+
+static fake_team cft_flat(const struct comm *c) {
+	int n = cft_size(c);
+	fake_team t = {n, c->rank % n, 1};
+	return t;
+}
+
+static fake_team team_cft(struct comm *c, int mode) {
+	fake_team zero = {0, 0, 0};
+	if (knob.devr_fail) {
+		return zero;
+	}
+	fake_team flat = cft_flat(c);
+	int inner;
+	switch (mode) {
+	case CFT_TEAM_FLAT:
+		return flat;
+	case CFT_TEAM_HIER_MULTIMEM:
+		inner = cft_size(c); // cftMcSize
+		break;
+	case CFT_TEAM_HIER_LSA:
+		inner = lsa_size(c);
+		break;
+	default:
+		return zero;
+	}
+	fake_team t = {flat.nRanks / inner, flat.rank / inner, flat.stride * inner};
+	return t;
+}
+
+EXPORT fake_team ncclTeamCft(void *comm, int mode) {
+	return team_cft(team_comm(comm, "ncclTeamCft"), mode);
+}
+
+EXPORT fake_team ncclTeamCftMultimem(void *comm) {
+	struct comm *c = team_comm(comm, "ncclTeamCftMultimem");
+	fake_team zero = {0, 0, 0};
+	return knob.devr_fail ? zero : cft_flat(c);
+}
+
+// le_window is the checks the three queries share: the pointers, the
+// window, CFT support (gpuCftSupport).
+static int le_window(void *win, const void *leId, const void *leOffset, const char *fn, struct window **w) {
+	if (!win || !leId || !leOffset) {
+		return fail(ncclInvalidArgument, fn, "%s argument is NULL", !win ? "window" : !leId ? "leId" : "leOffset");
+	}
+	if (!(*w = lookup_window(win))) {
+		return fail(ncclInvalidArgument, fn, "Could not find communicator matching window %p", win);
+	}
+	if (!knob.cft) {
+		return fail(ncclInvalidArgument, fn, "Using CFT query function without CFT support in the communicator.");
+	}
+	return ncclSuccess;
+}
+
+static int le_uc_made(const struct comm *c) {
+	return c->le_uc || c->config.hostCftMode == 1 || c->config.hostCftMode == 3;
+}
+
+static int no_le(const char *fn) {
+	return fail(ncclInvalidUsage, fn, "Querying CFT LE before LE creation. Create a CFT-enabled devComm first or "
+					   "enable hostCftMode.");
+}
+
+EXPORT int ncclGetMultimemDeviceLeInfo(void *win, size_t offset, uint32_t *leId, size_t *leOffset) {
+	const char *fn = "ncclGetMultimemDeviceLeInfo";
+	ENTER("ncclGetMultimemDeviceLeInfo");
+	struct window *w;
+	int r = le_window(win, leId, leOffset, fn, &w);
+	if (r) {
+		return r;
+	}
+	if (!w->comm->le_mc) {
+		if (!knob.multimem) {
+			return fail(ncclInvalidArgument, fn, "CFT multicast support requested, but NVLS is disabled or unsupported.");
+		}
+		w->comm->le_mc = 1;
+	}
+	*leId = FAKE_LE_MC;
+	*leOffset = w->big_offset + offset;
+	return ncclSuccess;
+}
+
+EXPORT int ncclGetCftDeviceLeInfo(void *win, size_t offset, int peerCft, fake_team cftTeam, uint32_t *leId,
+				  size_t *leOffset) {
+	const char *fn = "ncclGetCftDeviceLeInfo";
+	ENTER("ncclGetCftDeviceLeInfo");
+	struct window *w;
+	int r = le_window(win, leId, leOffset, fn, &w);
+	if (r) {
+		return r;
+	}
+	if (!le_uc_made(w->comm)) {
+		return no_le(fn);
+	}
+	fake_team flat = cft_flat(w->comm);
+	*leId = (uint32_t)(FAKE_LE_BASE + flat.rank + (peerCft - cftTeam.rank) * cftTeam.stride);
+	*leOffset = w->big_offset + offset;
+	return ncclSuccess;
+}
+
+EXPORT int ncclGetPeerDeviceLeInfo(void *win, size_t offset, int peerWorld, uint32_t *leId, size_t *leOffset) {
+	const char *fn = "ncclGetPeerDeviceLeInfo";
+	ENTER("ncclGetPeerDeviceLeInfo");
+	struct window *w;
+	int r = le_window(win, leId, leOffset, fn, &w);
+	if (r) {
+		return r;
+	}
+	const struct comm *c = w->comm;
+	fake_team flat = cft_flat(c);
+	int start = c->rank - flat.rank;
+	if (peerWorld < start || peerWorld >= start + flat.nRanks) {
+		return fail(ncclInvalidArgument, fn, "Peer %d is not within the flat CFT team boundaries [%d, %d).", peerWorld,
+			    start, start + flat.nRanks);
+	}
+	if (!le_uc_made(c)) {
+		return no_le(fn);
+	}
+	*leId = (uint32_t)(FAKE_LE_BASE + flat.rank + (peerWorld - c->rank));
+	*leOffset = w->big_offset + offset;
+	return ncclSuccess;
 }
 #endif
 
@@ -3745,6 +3979,28 @@ EXPORT int ncclLLA2ACreateRequirement(int nBlocks, int nSlots, void *outHandle, 
 	ENTER("ncclLLA2ACreateRequirement");
 	put_i32(outHandle, 4, nSlots);
 	dev_resource(outReq, (uint64_t)(nBlocks * (1 + 2 * nSlots) * 16), 16, outHandle);
+	return ncclSuccess;
+}
+#endif
+
+// ncclGinBarrierCreateRequirement (NCCL 2.28.7, src/nccl_device/
+// gin_barrier.cc): the communicator is not used. The handle is {signal0,
+// bufHandle} up to 2.29.3: a buffer of nBarriers × NCCL_GIN_MAX_CONTEXTS
+// (4) words and nBarriers signals; {signal0, unused} from 2.29.7: no
+// buffer, nBarriers × team.nRanks signals. outGinSignalStart points at
+// signal0 (the node's bytes 40-47; ginSignalCount at 32).
+#if SINCE(22807)
+EXPORT int ncclGinBarrierCreateRequirement(void *comm, fake_team team, int nBarriers, void *outHandle, void *outReq) {
+	ENTER("ncclGinBarrierCreateRequirement");
+	(void)comm;
+	if (version() < 22907) {
+		dev_resource(outReq, (uint64_t)nBarriers * 4 * 4, 4, (char *)outHandle + 4);
+		put_i32(outReq, 32, nBarriers);
+	} else {
+		memset(outReq, 0, 56);
+		put_i32(outReq, 32, nBarriers * team.nRanks);
+	}
+	memcpy((char *)outReq + 40, &outHandle, sizeof outHandle);
 	return ncclSuccess;
 }
 #endif

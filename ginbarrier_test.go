@@ -1,0 +1,204 @@
+package nccl_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/nccl4go/nccl"
+	"github.com/nccl4go/nccl/internal/faketest"
+)
+
+// GIN barriers (ncclGinBarrierCreateRequirement, NCCL 2.28.7) against the
+// fake NCCL, which fills the requirement as each release's
+// src/nccl_device/gin_barrier.cc does and assigns GIN signals as
+// ncclDevrCommCreateInternal does: the caller's ginSignalCount first, then
+// NCCL's own barriers', then the resources' in list order.
+func TestFakeGINBarrierResource(t *testing.T) {
+	for _, tc := range []struct {
+		release     int
+		conn        func(*nccl.DevCommRequirements)
+		bufferSize  uint64 // of 3 barriers
+		signals     int    // of 3 barriers over 4 ranks
+		missingConn string // the field CreateDevComm names without GIN
+	}{
+		{22807, func(q *nccl.DevCommRequirements) { q.GINForceEnable = nccl.Ptr(true) }, 3 * 16, 3, "DevCommRequirements.GINForceEnable"},
+		{22907, func(q *nccl.DevCommRequirements) { q.GINConnectionType = nccl.Ptr(nccl.GINConnectionFull) }, 0, 12, "DevCommRequirements.GINConnectionType"},
+		{23007, func(q *nccl.DevCommRequirements) { q.GINConnectionType = nccl.Ptr(nccl.GINConnectionFull) }, 0, 12, "DevCommRequirements.GINConnectionType"},
+		{23102, func(q *nccl.DevCommRequirements) { q.GINConnectionType = nccl.Ptr(nccl.GINConnectionRail) }, 0, 12, "DevCommRequirements.GINConnectionType"},
+	} {
+		env := faketest.Env{Release: tc.release, Extra: []string{"FAKE_NCCL_GIN_TYPE=2", "FAKE_NCCL_RAILED_GIN_TYPE=2", "FAKE_NCCL_POLLS=2"}}
+		faketest.Run(t, env, func(t *testing.T) {
+			c := fakeComm(t, 4, 1, nil)
+			world, err := c.TeamWorld()
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := c.GINBarrierResource(world, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, n := nccl.DevResourceRequirement(g); b != tc.bufferSize || n != tc.signals {
+				t.Errorf("requirement: bufferSize %d, ginSignalCount %d; want %d, %d", b, n, tc.bufferSize, tc.signals)
+			}
+			if s := g.String(); s != "nccl.DevResource(GIN barrier)" {
+				t.Errorf("String = %q", s)
+			}
+			if _, err := g.GINSignal(); !errors.Is(err, nccl.ErrInvalidUsage) {
+				t.Errorf("GINSignal before CreateDevComm: %v", err)
+			}
+			// Without a GIN connection, the binding refuses before NCCL.
+			_, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g}})
+			var ae *nccl.ArgError
+			if !errors.As(err, &ae) || ae.Arg != tc.missingConn || !strings.Contains(ae.Reason, "Resources[0] is a GIN barrier") {
+				t.Errorf("a GIN barrier without GIN: %v, want an ArgError on %s", err, tc.missingConn)
+			}
+			noNCCLCall(t, "ncclDevCommCreate")
+			// The claim was given back: the same resource serves the next call.
+			lsa, err := nccl.LSABarrierResource(world, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := c.GINBarrierResource(world, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := &nccl.DevCommRequirements{Resources: []*nccl.DevResource{lsa, g, second}, GINSignalCount: nccl.Ptr(5)}
+			tc.conn(q)
+			d, err := c.CreateDevComm(q)
+			if err != nil {
+				t.Fatalf("CreateDevComm: %v", err)
+			}
+			defer d.Close()
+			s0, err := g.GINSignal()
+			if err != nil || s0 != 5 {
+				t.Errorf("GINSignal = %d, %v; want 5 (after the 5 signals of GINSignalCount)", s0, err)
+			}
+			s1, err := second.GINSignal()
+			if want := uint32(5 + tc.signals); err != nil || s1 != want {
+				t.Errorf("the second barrier's GINSignal = %d, %v; want %d", s1, err, want)
+			}
+			var arg [8]byte
+			n, err := g.PutKernelArg(arg[:])
+			if err != nil || n != 8 || binary.LittleEndian.Uint32(arg[:]) != 5 {
+				t.Errorf("PutKernelArg: % x, %d, %v; want signal0 5 in the first 4 of 8 bytes", arg, n, err)
+			}
+			if tc.bufferSize != 0 && binary.LittleEndian.Uint32(arg[4:]) != 1 {
+				t.Errorf("PutKernelArg: bufHandle %d, want 1 (after the LSA barrier's buffer)", binary.LittleEndian.Uint32(arg[4:]))
+			}
+			if _, _, err := g.Handle(); !errors.Is(err, nccl.ErrInvalidUsage) || !strings.Contains(err.Error(), "use GINSignal") {
+				t.Errorf("Handle of a GIN barrier: %v", err)
+			}
+			if _, err := lsa.GINSignal(); !errors.Is(err, nccl.ErrInvalidUsage) || !strings.Contains(err.Error(), "an LSA barrier resource") {
+				t.Errorf("GINSignal of an LSA barrier: %v", err)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.GINSignal(); !errors.Is(err, nccl.ErrClosed) {
+				t.Errorf("GINSignal after the device communicator's Close: %v", err)
+			}
+		})
+	}
+}
+
+// NCCL's own barriers come first: from 2.30.3 a world GIN barrier takes
+// nRanks signals before the caller's resources (2.30.7's
+// ncclDevrCommCreateInternal).
+func TestFakeGINBarrierAfterNCCLsBarriers(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=2"}}, func(t *testing.T) {
+		c := fakeComm(t, 4, 1, nil)
+		world, _ := c.TeamWorld()
+		g, err := c.GINBarrierResource(world, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g}, GINSignalCount: nccl.Ptr(2),
+			WorldGINBarrierCount: nccl.Ptr(1), GINConnectionType: nccl.Ptr(nccl.GINConnectionFull)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if s, err := g.GINSignal(); err != nil || s != 2+4 {
+			t.Errorf("GINSignal = %d, %v; want 6 (2 signals, then the world barrier's 4)", s, err)
+		}
+	})
+}
+
+// A communicator without GIN: the binding refuses a GIN barrier's device
+// communicator from the properties (ErrUnsupported), before NCCL; NCCL
+// itself (2.29.7 and later) fails with ncclInvalidArgument.
+func TestFakeGINBarrierWithoutGIN(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, nil)
+		world, _ := c.TeamWorld()
+		g, err := c.GINBarrierResource(world, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := &nccl.DevCommRequirements{Resources: []*nccl.DevResource{g}, GINConnectionType: nccl.Ptr(nccl.GINConnectionFull)}
+		_, err = c.CreateDevComm(q)
+		if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "no GPU-initiated networking") {
+			t.Errorf("without GIN: %v, want an error wrapping ErrUnsupported", err)
+		}
+		noNCCLCall(t, "ncclDevCommCreate")
+		nccl.WithoutDevCommPropertyChecks(func() { _, err = c.CreateDevComm(q) })
+		var ne *nccl.Error
+		if !errors.As(err, &ne) || ne.Code != nccl.InvalidArgument || !strings.Contains(ne.Detail, "support GIN") {
+			t.Errorf("NCCL's own answer: %v, want ncclInvalidArgument", err)
+		}
+	})
+}
+
+func TestFakeGINBarrierArguments(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=2"}}, func(t *testing.T) {
+		c := fakeComm(t, 4, 1, nil)
+		good := nccl.Team{NRanks: 4, Rank: 1, Stride: 1}
+		for _, tc := range []struct {
+			team  nccl.Team
+			n     int
+			arg   string
+			words string
+		}{
+			{nccl.Team{}, 1, "team", "not a team"},
+			{nccl.Team{NRanks: 2, Rank: 2, Stride: 1}, 1, "team", "not a team"},
+			{nccl.Team{NRanks: 2, Rank: 0, Stride: 0}, 1, "team", "not a team"},
+			{nccl.Team{NRanks: 8, Rank: 1, Stride: 1}, 1, "team", "outside this communicator's 4 ranks"},
+			{nccl.Team{NRanks: 2, Rank: 0, Stride: 4}, 1, "team", "world ranks 1 to 5"},
+			{nccl.Team{NRanks: 2, Rank: 1, Stride: 2}, 1, "team", "world ranks -1 to 1"},
+			{good, 0, "nBarriers", "at least 1"},
+			{good, -3, "nBarriers", "at least 1"},
+			{good, math.MaxInt32/4 + 1, "nBarriers", "past NCCL's int"},
+		} {
+			_, err := c.GINBarrierResource(tc.team, tc.n)
+			wantArgErr(t, err, "GINBarrierResource", tc.arg, tc.words)
+		}
+		noNCCLCall(t, "ncclGinBarrierCreateRequirement")
+		if _, err := c.GINBarrierResource(nccl.Team{NRanks: 2, Rank: 0, Stride: 2}, 1); err != nil {
+			t.Errorf("a team of ranks 1 and 3: %v", err)
+		}
+		var null nccl.Communicator
+		if _, err := null.GINBarrierResource(good, 1); !errors.Is(err, nccl.ErrNotInitialized) {
+			t.Errorf("on the null communicator: %v", err)
+		}
+		// A GIN barrier serves a device communicator of its own communicator.
+		other := fakeComm(t, 4, 1, nil)
+		g, _ := c.GINBarrierResource(good, 1)
+		_, err := other.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g},
+			GINConnectionType: nccl.Ptr(nccl.GINConnectionFull)})
+		wantArgErr(t, err, "CreateDevComm", "DevCommRequirements.Resources[0]", "another communicator")
+		if err := c.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.GINBarrierResource(good, 1); !errors.Is(err, nccl.ErrClosed) && !errors.Is(err, nccl.ErrNotInitialized) {
+			t.Errorf("on a destroyed communicator: %v", err)
+		}
+	})
+	faketest.Run(t, faketest.Env{Release: 22803}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, nil)
+		_, err := c.GINBarrierResource(nccl.Team{NRanks: 1, Stride: 1}, 1)
+		wantUnsupported(t, "GINBarrierResource", err, "ncclGinBarrierCreateRequirement", 22807)
+	})
+}
