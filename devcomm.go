@@ -23,8 +23,9 @@ import (
 // count 0 and flag false. A field the loaded NCCL does not know makes
 // CreateDevComm fail with an error wrapping [ErrUnsupported] that names it;
 // so does, with an [*UnknownLayoutError], a field it knows but the binding
-// does not send to it (the 2.31 fields, to a library newer than 2.31.2:
-// the ncclDevComm_t such a library writes for them is not established;
+// does not send to it (the 2.31 fields, and [GINConnectionCustomStride]
+// whose stride is one of them, to a library newer than 2.31.2: the
+// ncclDevComm_t such a library writes for them is not established;
 // nccl4go info lists them).
 type DevCommRequirements struct {
 	// Resources are the resources the device communicator allocates for
@@ -201,6 +202,12 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 		if t == GINConnectionCustomStride {
 			if err := need(r, versions.GINConnectionCustomStride); err != nil {
 				return nil, l, err
+			}
+			// Its stride goes in ginCustomStride: without that field
+			// (a 2.30.7 declaration) NCCL would take stride 1.
+			if u := versions.GINConnectionCustomStride.UseWith(int(r)); !has(l.declared, versions.ReqsGINCustomStride) {
+				return nil, l, &UnknownLayoutError{Op: op, Struct: "ncclDevComm_t", Loaded: r,
+					Reason: "DevCommRequirements.GINConnectionType NCCL_GIN_CONNECTION_CUSTOM_STRIDE is not sent to it: " + u.Why}
 			}
 		}
 		raw.GinConnectionType = int32(t)

@@ -202,6 +202,29 @@ func TestDevCommRequirementsEncoding231(t *testing.T) {
 			t.Errorf("2.32.3, %+v: %v", tc.q, err)
 		}
 	}
+	// NCCL_GIN_CONNECTION_CUSTOM_STRIDE's stride goes in ginCustomStride:
+	// not sent to 2.32.3 (NCCL would take stride 1), sent to a future 2.31
+	// release with UseRuntimeVersion only.
+	for _, tc := range []struct {
+		r       Release
+		runtime bool
+		ok      bool
+	}{{23102, false, true}, {23105, false, false}, {23105, true, true}, {23203, false, false}, {23203, true, false}} {
+		_, l, err := (&DevCommRequirements{GINConnectionType: &stride, UseRuntimeVersion: Ptr(tc.runtime)}).encode("test", tc.r)
+		// Refused for the connection itself, or (2.32.3 with
+		// UseRuntimeVersion) for UseRuntimeVersion first.
+		want := "DevCommRequirements.GINConnectionType NCCL_GIN_CONNECTION_CUSTOM_STRIDE is not sent to it: its stride"
+		if tc.runtime {
+			want = "DevCommRequirements.UseRuntimeVersion is not sent to it"
+		}
+		var le *UnknownLayoutError
+		if tc.ok && (err != nil || l.declared < 23100) {
+			t.Errorf("CUSTOM_STRIDE on %s (runtime %v): declared %s, %v", tc.r, tc.runtime, l.declared, err)
+		}
+		if !tc.ok && (!errors.As(err, &le) || !strings.Contains(le.Reason, want)) {
+			t.Errorf("CUSTOM_STRIDE on %s (runtime %v): %v, want %q", tc.r, tc.runtime, err, want)
+		}
+	}
 	// A future 2.31 release reports its own ncclDevComm_t size: the 2.31
 	// fields go with UseRuntimeVersion, and only with it.
 	_, _, err = (&DevCommRequirements{GINType: Ptr(GINProxy)}).encode("test", 23105)

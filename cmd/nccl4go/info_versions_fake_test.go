@@ -104,8 +104,9 @@ type infoJSON struct {
 	} `json:"nccl"`
 }
 
-// `nccl4go info` says of every struct field of the version table exactly
-// what the root package does with it on the loaded release: "N of M" in
+// `nccl4go info` says of every struct field of the version table (and of
+// NCCL_GIN_CONNECTION_CUSTOM_STRIDE, sent only with its stride's field)
+// exactly what the root package does with it on the loaded release: "N of M" in
 // the text counts the fields it sends (or, for ncclCommProperties_t,
 // reads), and the JSON lists each field the release lacks, and each it
 // has but the binding does not use with it, with the reason the binding's
@@ -116,7 +117,9 @@ type infoJSON struct {
 func TestFakeInfoUses(t *testing.T) {
 	for _, r := range infoReleases() {
 		t.Run(nccl.Release(r).String(), func(t *testing.T) {
-			faketest.Run(t, faketest.Env{Release: r, Devices: 1}, func(t *testing.T) { checkInfoUses(t, r) })
+			// A GIN type, for the CUSTOM_STRIDE connection.
+			env := faketest.Env{Release: r, Devices: 1, Extra: []string{"FAKE_NCCL_GIN_TYPE=2"}}
+			faketest.Run(t, env, func(t *testing.T) { checkInfoUses(t, r) })
 		})
 	}
 }
@@ -152,23 +155,28 @@ func checkInfoUses(t *testing.T, r int) {
 	}
 
 	c := infoComm(t)
+	check := func(f versions.Feature) string {
+		did, errText := bindingUse(t, c, r, f)
+		want := says[f.Name()]
+		if want == "" {
+			want = bindingSends
+		}
+		if did != want {
+			t.Errorf("NCCL %s: info says %s: %s; the binding: %s (%s)", nccl.Release(r), f.Name(), want, did, errText)
+		}
+		if did == bindingRefuses && want == did && !strings.Contains(errText, reasons[f.Name()]) {
+			t.Errorf("NCCL %s: %s: info's reason %q is not the binding's: %s", nccl.Release(r), f.Name(), reasons[f.Name()], errText)
+		}
+		return did
+	}
+	// The one flag whose use is not the release's alone.
+	check(versions.GINConnectionCustomStride)
 	for _, name := range []string{"ncclConfig_t", "ncclDevCommRequirements_t", "ncclCommProperties_t", "ncclCollConfig_t"} {
 		fields := versions.Fields(name)
 		used := 0
 		for _, f := range fields {
-			did, errText := bindingUse(t, c, r, f)
-			if did == bindingSends {
+			if check(f) == bindingSends {
 				used++
-			}
-			want := says[f.Name()]
-			if want == "" {
-				want = bindingSends
-			}
-			if did != want {
-				t.Errorf("NCCL %s: info says %s: %s; the binding: %s (%s)", nccl.Release(r), f.Name(), want, did, errText)
-			}
-			if did == bindingRefuses && want == did && !strings.Contains(errText, reasons[f.Name()]) {
-				t.Errorf("NCCL %s: %s: info's reason %q is not the binding's: %s", nccl.Release(r), f.Name(), reasons[f.Name()], errText)
 			}
 		}
 		if want := fmt.Sprintf("%d of %d", used, len(fields)); counts[name] != want {
@@ -261,6 +269,13 @@ func bindingUse(t *testing.T, c *nccl.Communicator, r int, f versions.Feature) (
 		set(q)
 		var d *nccl.DevComm
 		if d, err = c.CreateDevComm(q); err == nil {
+			sent = int(d.Declared())
+			d.Close()
+		}
+	case "": // NCCL_GIN_CONNECTION_CUSTOM_STRIDE, whose stride goes in ginCustomStride
+		custom := nccl.GINConnectionCustomStride
+		var d *nccl.DevComm
+		if d, err = c.CreateDevComm(&nccl.DevCommRequirements{GINConnectionType: &custom}); err == nil {
 			sent = int(d.Declared())
 			d.Close()
 		}

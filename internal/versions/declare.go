@@ -123,7 +123,8 @@ type Use struct {
 	// declares a version that has the field, so a field set is sent (or,
 	// for ncclCommProperties_t, the field is read); a field set that is not
 	// used is refused with an error. Anything else is used where the
-	// release has it.
+	// release has it, but for NCCL_GIN_CONNECTION_CUSTOM_STRIDE, which is
+	// used where its stride field is.
 	Used bool
 	// Why, for a feature the release has but the binding does not use
 	// with it, says why not ("its ncclCommProperties_t layout is not
@@ -169,8 +170,16 @@ func (f Feature) UseWith(r int) Use {
 				"the ncclCommProperties_t layout that would report its own size, so the binding declares " +
 				Release(DevCommCompat)
 		}
-	default:
+	case "":
 		u.Used = true
+		if f == GINConnectionCustomStride {
+			// A connection type whose rank stride is a field of its own:
+			// without ginCustomStride NCCL takes the initializer's stride
+			// 1, and a 2.30 ncclDevComm_t has no room for a stride.
+			if s := ReqsGINCustomStride.UseWith(r); !s.Used {
+				u.Used, u.Why = false, "its stride (ncclDevCommRequirements_t.ginCustomStride) is not sent to it: "+s.Why
+			}
+		}
 		return u
 	}
 	u.Used = f.In(declared)

@@ -55,9 +55,10 @@ func TestDeclared(t *testing.T) {
 	}
 }
 
-// UseWith: a feature is used only where the release has it; a struct field
+// UseWith: a feature is used only where the release has it; a feature
 // the release has and the binding does not use says why; a row that is no
-// struct field is used wherever the release has it.
+// struct field is used wherever the release has it, but for the
+// CUSTOM_STRIDE connection, which follows its stride's field.
 func TestUseWith(t *testing.T) {
 	for r := 21901; r <= 23300; r++ {
 		if r%100 > 20 {
@@ -69,7 +70,7 @@ func TestUseWith(t *testing.T) {
 			switch {
 			case u.Has != f.In(r), u.Used && !u.Has, (u.Why != "") != (u.Has && !u.Used):
 				t.Fatalf("%s on %d: %+v", f.Name(), r, u)
-			case Table[f].Struct() == "" && u.Used != u.Has:
+			case Table[f].Struct() == "" && u.Used != u.Has && f != GINConnectionCustomStride:
 				t.Fatalf("%s on %d: %+v", f.Name(), r, u)
 			}
 		}
@@ -90,6 +91,10 @@ func TestUseWith(t *testing.T) {
 		{ReqsGINStrongSignalsRequired, 23300, true, ""},
 		{ConfigNVLSHostMode, 23300, true, ""},
 		{CollLaunchCompletionEvent, 23300, true, ""},
+		{GINConnectionCustomStride, 23100, true, ""},
+		{GINConnectionCustomStride, 23105, false, "its stride (ncclDevCommRequirements_t.ginCustomStride) is not sent to it: sent only with"},
+		{GINConnectionCustomStride, 23203, false, "its stride (ncclDevCommRequirements_t.ginCustomStride) is not sent to it: the ncclDevComm_t"},
+		{GINTypeEFAGDA, 23203, true, ""},
 	} {
 		u := tc.f.UseWith(tc.r)
 		if u.Used != tc.used || !strings.Contains(u.Why, tc.why) || (tc.why == "") != (u.Why == "") {
