@@ -22,6 +22,11 @@ import (
 //     so encoding checks set fields against the table (checkFields), and
 //     versions_test.go fails when a field has no row, a row no field, or
 //     the struct documentation and shim.h's comments name another release.
+//   - The version the binding declares in each versioned struct to the
+//     loaded release, which decides whether a field the release has is
+//     sent (or read): internal/versions' declare.go (ConfigVersion,
+//     CollConfigDeclared, PropsVersion, DevCommDeclared, Feature.UseWith),
+//     which nccl4go info reports by too.
 //
 // The error for anything missing is made here: [UnsupportedError] says
 // "requires NCCL x.y.z, loaded a.b.c".

@@ -1,9 +1,13 @@
 // Package versions is the binding's table of NCCL version facts: for each
 // thing of NCCL's that the binding uses and that not every supported release
 // has (a field of a versioned struct, a flag value, a data type, a
-// behaviour), its name and first release, one row each; and, beside it, the
+// behaviour), its name and first release, one row each; beside it, the
 // struct layouts that change with the release ([DevCommLayouts],
-// [PropsLayouts]).
+// [PropsLayouts], [CollConfigLayouts]); and (declare.go) the version the
+// binding declares in each versioned struct to a loaded release
+// ([ConfigVersion], [CollConfigDeclared], [PropsVersion],
+// [DevCommDeclared]), from which [Feature.UseWith] says whether the binding
+// uses a feature the release has.
 //
 // NCCL functions are not here: internal/capi's generated symbol table
 // (capi.SymName, capi.SymSince, from shim.h's list) has them, and whether
