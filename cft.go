@@ -144,9 +144,13 @@ func (w *Window) CFTAddress(team Team, peer int, offsetBytes uint64) (CFTAddress
 	if err := w.checkOffset(op, offsetBytes); err != nil {
 		return CFTAddress{}, err
 	}
-	flat, err := w.c.TeamCFT(CFTTeamFlat)
+	// This rank's flat CFT team, asked under this call's name.
+	flat, err := w.c.teamCFT(op, CFTTeamFlat)
 	if err != nil {
 		return CFTAddress{}, err
+	}
+	if flat.NRanks <= 0 {
+		return CFTAddress{}, emptyTeam(op, "ncclTeamCft")
 	}
 	if i := int64(flat.Rank) + int64(peer-team.Rank)*int64(team.Stride); i < 0 || i >= int64(flat.NRanks) {
 		return CFTAddress{}, argErr(op, "team", "%v, member %d: CFT rank %d, outside this rank's flat CFT team %v: not a CFT team of this rank", team, peer, i, flat)

@@ -289,3 +289,37 @@ func TestCFTTeamModeString(t *testing.T) {
 		}
 	}
 }
+
+// Window.CFTAddress looks up this rank's flat CFT team itself: when that
+// fails (the communicator destroyed, NCCL's device runtime down), the error
+// names Window.CFTAddress, the call the user made, not TeamCFT.
+func TestFakeCFTAddressErrorsNameIt(t *testing.T) {
+	const op = "Window.CFTAddress"
+	faketest.Run(t, faketest.Env{Release: 23102, Extra: []string{"FAKE_NCCL_CFT=1"}}, func(t *testing.T) {
+		c := fakeComm(t, 4, 1, &nccl.Config{HostCFTMode: nccl.Ptr(nccl.HostCFTEnable)})
+		w := cftWindow(t, c)
+		flat, err := c.TeamCFT(nccl.CFTTeamFlat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Destroy(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = w.CFTAddress(flat, 0, 0)
+		if !errors.Is(err, nccl.ErrClosed) && !errors.Is(err, nccl.ErrNotInitialized) {
+			t.Errorf("CFTAddress after Destroy: %v, want an error wrapping ErrClosed", err)
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), "nccl: "+op+": ") {
+			t.Errorf("CFTAddress after Destroy: %q, want it to name %s", err, op)
+		}
+	})
+	faketest.Run(t, faketest.Env{Release: 23102, Extra: []string{"FAKE_NCCL_CFT=1", "FAKE_NCCL_DEVR_FAIL=1"}}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, &nccl.Config{HostCFTMode: nccl.Ptr(nccl.HostCFTEnable)})
+		w := cftWindow(t, c)
+		_, err := w.CFTAddress(nccl.Team{NRanks: 1, Stride: 1}, 0, 0)
+		var ne *nccl.Error
+		if !errors.As(err, &ne) || ne.Code != nccl.InternalError || ne.Op != op || !strings.Contains(ne.Detail, "ncclTeamCft returned an empty team") {
+			t.Errorf("CFTAddress with NCCL's device runtime down: %v, want an internal error of %s", err, op)
+		}
+	})
+}
