@@ -54,7 +54,7 @@ type DevCommRequirements struct {
 	// all-to-all. NCCL 2.28.7.
 	LSALLA2ABlockCount, LSALLA2ASlotCount *int
 	// GINForceEnable forces GIN on (deprecated since 2.29.7, where it means
-	// [GINConnectionFull]). NCCL 2.28.7.
+	// [GINConnectionFull], whatever GINConnectionType says). NCCL 2.28.7.
 	GINForceEnable *bool
 	// GINContextCount is a hint for the number of GIN contexts (default 4).
 	// NCCL 2.28.7.
@@ -299,11 +299,17 @@ func (q *DevCommRequirements) needsGIN() (bool, GINConnectionType) {
 	if q.GINConnectionType != nil {
 		conn = *q.GINConnectionType
 	}
-	if q.GINForceEnable != nil && *q.GINForceEnable && conn == GINConnectionNone {
+	if q.forcesGIN() {
+		// NCCL (2.29.7 and later): "ginForceEnable set to true,
+		// defaulting ginConnectionType to NCCL_GIN_CONNECTION_FULL",
+		// whatever GINConnectionType says.
 		conn = GINConnectionFull
 	}
 	return conn != GINConnectionNone, conn
 }
+
+// forcesGIN reports whether q sets GINForceEnable.
+func (q *DevCommRequirements) forcesGIN() bool { return q.GINForceEnable != nil && *q.GINForceEnable }
 
 // DevComm is a device communicator (ncclDevComm_t): the struct NCCL's
 // device API kernels take, made by CreateDevComm. It is tracked by its
@@ -541,7 +547,11 @@ func checkDevCommProps(op string, p *Properties, q *DevCommRequirements) error {
 			t = *p.RailedGINType
 		}
 		if t == GINNone {
-			return fmt.Errorf("nccl: %s: GIN connection %s: this communicator has no GPU-initiated networking of that kind (GIN type NCCL_GIN_TYPE_NONE): %w", op, conn, ErrUnsupported)
+			forced := ""
+			if q.forcesGIN() {
+				forced = " (GINForceEnable makes NCCL ask for it, whatever GINConnectionType says)"
+			}
+			return fmt.Errorf("nccl: %s: GIN connection %s%s: this communicator has no GPU-initiated networking of that kind (GIN type NCCL_GIN_TYPE_NONE): %w", op, conn, forced, ErrUnsupported)
 		}
 	}
 	return nil

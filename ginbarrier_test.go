@@ -202,3 +202,26 @@ func TestFakeGINBarrierArguments(t *testing.T) {
 		wantUnsupported(t, "GINBarrierResource", err, "ncclGinBarrierCreateRequirement", 22807)
 	})
 }
+
+// GINForceEnable makes NCCL (2.29.7 and later) ask for a FULL GIN
+// connection whatever GINConnectionType says ("ginForceEnable set to true,
+// defaulting ginConnectionType to NCCL_GIN_CONNECTION_FULL"): on a
+// communicator whose GIN is railed only, GINForceEnable with
+// GINConnectionRail is refused from the properties (ErrUnsupported),
+// before NCCL, as FULL alone is.
+func TestFakeGINForceEnableMeansFull(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=0", "FAKE_NCCL_RAILED_GIN_TYPE=2"}}, func(t *testing.T) {
+		c := fakeComm(t, 4, 1, nil)
+		world, _ := c.TeamWorld()
+		g, err := c.GINBarrierResource(world, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g},
+			GINForceEnable: nccl.Ptr(true), GINConnectionType: nccl.Ptr(nccl.GINConnectionRail)})
+		if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "GINForceEnable") {
+			t.Errorf("GINForceEnable with GINConnectionRail on a railed-only communicator: %v, want an error wrapping ErrUnsupported that names GINForceEnable", err)
+		}
+		noNCCLCall(t, "ncclDevCommCreate")
+	})
+}
