@@ -225,3 +225,37 @@ func TestFakeGINForceEnableMeansFull(t *testing.T) {
 		noNCCLCall(t, "ncclDevCommCreate")
 	})
 }
+
+// A communicator whose GIN is railed only (NCCL's globalGinSupport RAIL:
+// its properties say GIN type NONE and a railed GIN type): NCCL makes a
+// device communicator with a RAIL connection, and refuses a FULL one with
+// ncclInvalidArgument (2.30.7's ncclDevrCommCreateInternal). The fake
+// answers the same.
+func TestFakeGINRailOnly(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=0", "FAKE_NCCL_RAILED_GIN_TYPE=2"}}, func(t *testing.T) {
+		c := fakeComm(t, 4, 1, nil)
+		world, _ := c.TeamWorld()
+		g, err := c.GINBarrierResource(world, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g},
+			GINConnectionType: nccl.Ptr(nccl.GINConnectionRail)})
+		if err != nil {
+			t.Fatalf("a RAIL connection on a railed-only communicator: %v", err)
+		}
+		if s, err := g.GINSignal(); err != nil || s != 0 {
+			t.Errorf("GINSignal = %d, %v; want 0", s, err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		nccl.WithoutDevCommPropertyChecks(func() {
+			_, err = c.CreateDevComm(&nccl.DevCommRequirements{GINConnectionType: nccl.Ptr(nccl.GINConnectionFull)})
+		})
+		var ne *nccl.Error
+		if !errors.As(err, &ne) || ne.Code != nccl.InvalidArgument || !strings.Contains(ne.Detail, "supports only NCCL_GIN_CONNECTION_RAIL") {
+			t.Errorf("a FULL connection on a railed-only communicator: %v, want NCCL's ncclInvalidArgument", err)
+		}
+	})
+}

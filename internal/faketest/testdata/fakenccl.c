@@ -3053,11 +3053,24 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 		c->le_uc |= (q.cftCaps & 1) != 0;
 		c->le_mc |= (q.cftCaps & 2) != 0;
 	}
-	if (gin_enabled && knob.gin_type == 0) {
+	// The connection NCCL asks for (2.29.7 and later): ginForceEnable means
+	// FULL whatever ginConnectionType says. The communicator's GIN support
+	// (globalGinSupport) is FULL where FAKE_NCCL_GIN_TYPE is set, RAIL
+	// where only FAKE_NCCL_RAILED_GIN_TYPE is (its properties: GIN type
+	// NONE, a railed GIN type), else NONE; before 2.29.7 only
+	// FAKE_NCCL_GIN_TYPE counts.
+	int requested = q.ginForceEnable ? 1 : q.ginConnectionType;
+	int rail_only = v >= 22907 && knob.gin_type == 0 && knob.railed_gin_type != 0;
+	if (gin_enabled && knob.gin_type == 0 && !rail_only) {
 		// 2.29.7 and later (ncclDevrCommCreateInternal): ncclInvalidArgument.
 		return group_error_check(fail(v >= 22907 ? ncclInvalidArgument : ncclInvalidUsage, fn,
 					      "User requested GIN but not all ranks in the communicator support GIN "
 					      "(FAKE_NCCL_GIN_TYPE=0)"));
+	}
+	if (rail_only && requested == 1) {
+		return group_error_check(fail(ncclInvalidArgument, fn, "User requested GIN connection type "
+					      "NCCL_GIN_CONNECTION_FULL but the communicator supports only "
+					      "NCCL_GIN_CONNECTION_RAIL"));
 	}
 	// The device communicator: rank and nRanks first, then lsaRank and lsaSize.
 	unsigned char dc[256] = {0};
