@@ -259,3 +259,39 @@ func TestFakeGINRailOnly(t *testing.T) {
 		}
 	})
 }
+
+// With GINForceEnable NCCL 2.30.7 asks for a FULL connection even where
+// GINConnectionType says RAIL, so it makes the hybrid world GIN barrier
+// (BarrierCount × nRanks signals) that a RAIL connection goes without: a
+// GIN barrier listed after it starts past those signals.
+func TestFakeGINBarrierForceEnableRail(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=2", "FAKE_NCCL_RAILED_GIN_TYPE=2"}}, func(t *testing.T) {
+		c := fakeComm(t, 4, 1, nil) // one LSA team of 4: the rail team is this rank alone
+		world, _ := c.TeamWorld()
+		for _, tc := range []struct {
+			force bool
+			want  uint32
+		}{
+			// 2 signals, then the hybrid rail barrier's 1 × 1, then (FULL
+			// only) the hybrid world barrier's 1 × 4.
+			{false, 2 + 1},
+			{true, 2 + 1 + 4},
+		} {
+			g, err := c.GINBarrierResource(world, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g}, GINSignalCount: nccl.Ptr(2),
+				BarrierCount: nccl.Ptr(1), GINForceEnable: nccl.Ptr(tc.force), GINConnectionType: nccl.Ptr(nccl.GINConnectionRail)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, err := g.GINSignal(); err != nil || s != tc.want {
+				t.Errorf("GINForceEnable %v, GINConnectionRail: GINSignal = %d, %v; want %d", tc.force, s, err, tc.want)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}

@@ -2904,7 +2904,8 @@ static int node_gin(const unsigned char *node, int v) {
 // up to 2.29.3 the rail barriers' count; from 2.29.7 each GIN barrier
 // takes nBarriers × its team's ranks (rail team: nranks / LSA size); the
 // hybrid and world barriers came in 2.30.3, the hybrid world barrier
-// (none on a RAIL connection) in 2.30.7.
+// (none on a RAIL connection, which ginForceEnable turns into FULL) in
+// 2.30.7.
 static int internal_gin_signals(const struct reqs *q, const struct comm *c, int v) {
 	int rail = c->nranks / lsa_size(c);
 	int bar = q->barrierCount > q->railGinBarrierCount ? q->barrierCount : q->railGinBarrierCount;
@@ -2915,7 +2916,9 @@ static int internal_gin_signals(const struct reqs *q, const struct comm *c, int 
 		return bar * rail;
 	}
 	int n = q->barrierCount * rail + q->railGinBarrierCount * rail + q->worldGinBarrierCount * c->nranks;
-	if (v >= 23007 && q->ginConnectionType != 2) {
+	// The connection asked for: ginForceEnable means FULL whatever
+	// ginConnectionType says.
+	if (v >= 23007 && (q->ginForceEnable || q->ginConnectionType != 2)) {
 		n += q->barrierCount * c->nranks;
 	}
 	return n;
