@@ -253,3 +253,33 @@ func TestFakeTeamResources(t *testing.T) {
 		}
 	})
 }
+
+// NCCL lays its own barriers' buffers (the LSA barriers of
+// LSABarrierCount, and of BarrierCount: its hybrid barriers from 2.30.3,
+// folded in by max before) in the resource window before the caller's
+// resources (ncclDevrCommCreateInternal of 2.28.3 to 2.30.7): a resource's
+// buffer handle starts past them. 40 LSA barriers over the LSA team of 4:
+// (3+4)×40×4 = 1120 bytes, 9 units of 128.
+func TestFakeDevResourceHandlesAfterNCCLsBarriers(t *testing.T) {
+	for _, r := range []int{22803, 22807, 22907, 23007, 23102} {
+		faketest.Run(t, faketest.Env{Release: r}, func(t *testing.T) {
+			c := fakeComm(t, 4, 1, nil)
+			team, err := c.TeamWorld()
+			if err != nil {
+				t.Fatal(err)
+			}
+			bar, err := nccl.LSABarrierResource(team, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{bar}, LSABarrierCount: nccl.Ptr(40)})
+			if err != nil {
+				t.Fatalf("CreateDevComm: %v", err)
+			}
+			defer d.Close()
+			if h, _, err := bar.Handle(); err != nil || h != 9 {
+				t.Errorf("NCCL %s: handle %d, %v; want 9 (after the 9 units of NCCL's 40 LSA barriers)", nccl.Release(r), h, err)
+			}
+		})
+	}
+}

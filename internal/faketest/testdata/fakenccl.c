@@ -2924,6 +2924,34 @@ static int internal_gin_signals(const struct reqs *q, const struct comm *c, int 
 	return n;
 }
 
+// internal_buffer_units is how many 128-byte units of the resource window
+// the barriers NCCL adds in front of the caller's resource list take
+// (ncclDevrCommCreateInternal: each node starts 128-aligned), so that the
+// caller's buffer handles start past them: the LSA barrier (lsaBarrierCount
+// over the LSA team; max(barrierCount, lsaBarrierCount) from 2.28.7), and
+// from 2.30.3 the hybrid LSA barrier (barrierCount) beside it; from 2.28.7
+// to 2.29.3 the rail GIN barrier's buffer of max(barrierCount,
+// railGinBarrierCount) x 4 contexts x 4 bytes. GIN barriers have no buffer
+// from 2.29.7.
+static uint32_t lsa_barrier_units(int n, int ranks) { return (uint32_t)(((3 * n + n * ranks) * 4 + 127) / 128); }
+
+static uint32_t internal_buffer_units(const struct reqs *q, const struct comm *c, int v) {
+	int lsa = lsa_size(c);
+	if (v < 22807) {
+		return lsa_barrier_units(q->lsaBarrierCount, lsa);
+	}
+	if (v < 23003) {
+		int lsaBar = q->barrierCount > q->lsaBarrierCount ? q->barrierCount : q->lsaBarrierCount;
+		int railBar = q->barrierCount > q->railGinBarrierCount ? q->barrierCount : q->railGinBarrierCount;
+		uint32_t units = lsa_barrier_units(lsaBar, lsa);
+		if (v < 22907) {
+			units += (uint32_t)((railBar * 4 * 4 + 127) / 128);
+		}
+		return units;
+	}
+	return lsa_barrier_units(q->lsaBarrierCount, lsa) + lsa_barrier_units(q->barrierCount, lsa);
+}
+
 // symmetric_support is NCCL's comm->symmetricSupport, which
 // ncclDevCommCreate requires: symmetric memory turned on (NCCL_WIN_ENABLE)
 // over cuMem (NCCL_CUMEM_ENABLE), and, before 2.28.7, at least 2 ranks on
@@ -3109,11 +3137,12 @@ EXPORT int ncclDevCommCreate(void *comm, const void *rawreqs, void *out) {
 	// outBufferHandle of each node during the call, and writes each
 	// handle when the job completes): handles are the resources' offsets
 	// in the resource window, in units of 128 bytes
-	// (ncclGetResourceBufferOffset), in list order.
+	// (ncclGetResourceBufferOffset), in list order after the buffers of
+	// NCCL's own barriers (internal_buffer_units).
 	struct action *acts = write_bytes(out, dc, n);
 	const unsigned char *node;
 	memcpy(&node, p + (v < 22902 ? 0 : 16), sizeof node);
-	uint32_t handle = 0;
+	uint32_t handle = internal_buffer_units(&q, c, v);
 	// GIN signals: the caller's ginSignalCount first (ids from 0), then
 	// NCCL's own barriers', then each node's in list order.
 	uint32_t signal = (uint32_t)(q.ginSignalCount + internal_gin_signals(&q, c, v));
