@@ -194,6 +194,20 @@ func (q *DevCommRequirements) encode(op string, r Release) ([]byte, devCommLayou
 	if err != nil {
 		return nil, l, err
 	}
+	// NCCL numbers GIN signals in an int (ncclDevrCommCreateInternal's
+	// ginSignalTotal): GINSignalCount, then its own barriers', then each
+	// resource's. Signals that add up past it would wrap that total.
+	signals := int64(raw.GinSignalCount)
+	for i, res := range q.Resources {
+		if res == nil || res.mem.Addr() == 0 {
+			continue // linkRequirements names it
+		}
+		_, n := res.mem.Requirement()
+		if signals += int64(n); signals > int64(maxInt32) {
+			return nil, l, argErr(op, fmt.Sprintf("DevCommRequirements.Resources[%d]", i),
+				"its %d GIN signals bring the device communicator's past NCCL's int (%d with GINSignalCount and the resources before it)", n, signals)
+		}
+	}
 	if q.GINConnectionType != nil {
 		t := *q.GINConnectionType
 		if t < GINConnectionNone || t > GINConnectionCustomStride {

@@ -163,7 +163,9 @@ func LLA2AResource(nBlocks, nSlots int) (*DevResource, error) {
 // nBarriers signals and a buffer of nBarriers × 16 bytes. Its handle is
 // its first signal ([DevResource.GINSignal]); [DevResource.PutKernelArg]
 // writes the ncclGinBarrierHandle_t. It serves a device communicator of
-// c only.
+// c only. NCCL counts a device communicator's GIN signals in an int:
+// [Communicator.CreateDevComm] refuses resources whose signals, with
+// [DevCommRequirements.GINSignalCount], add up past it (an [*ArgError]).
 //
 // GIN barriers need GPU-initiated networking. The device communicator
 // must ask for a GIN connection: [DevCommRequirements.GINConnectionType]

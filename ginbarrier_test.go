@@ -295,3 +295,36 @@ func TestFakeGINBarrierForceEnableRail(t *testing.T) {
 		}
 	})
 }
+
+// NCCL numbers GIN signals in an int: GINSignalCount, then its own
+// barriers', then each resource's (ncclDevrCommCreateInternal's
+// ginSignalTotal). GIN barriers whose signals each fit an int can still
+// add up past it, wrapping NCCL's total around to a small or negative
+// count (too few signal shadows, handles past them): the binding refuses
+// that before NCCL.
+func TestFakeGINSignalsAddUpPastInt(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=2"}}, func(t *testing.T) {
+		c := fakeComm(t, 4, 1, nil)
+		world, _ := c.TeamWorld()
+		const n = math.MaxInt32/4 - 1 // × 4 ranks: 2^31 - 8 signals, within an int
+		a, err := c.GINBarrierResource(world, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.GINBarrierResource(world, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{a, b},
+			GINSignalCount: nccl.Ptr(math.MaxInt32), GINConnectionType: nccl.Ptr(nccl.GINConnectionFull)})
+		wantArgErr(t, err, "CreateDevComm", "DevCommRequirements.Resources[0]", "past NCCL's int")
+		noNCCLCall(t, "ncclDevCommCreate")
+		// The refusal gives the claims back.
+		d, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{a},
+			GINConnectionType: nccl.Ptr(nccl.GINConnectionFull)})
+		if err != nil {
+			t.Fatalf("one barrier alone: %v", err)
+		}
+		d.Close()
+	})
+}
