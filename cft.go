@@ -165,12 +165,12 @@ func (w *Window) CFTAddress(team Team, peer int, offsetBytes uint64) (CFTAddress
 // window of world rank peer (ncclGetPeerDeviceLeInfo, NCCL 2.31.2). NCCL
 // refuses a peer outside this rank's flat CFT team (an [*Error] with
 // [ErrInvalidArgument]). The logical endpoints must exist: the
-// communicator was made with [Config.HostCFTMode], or a device
-// communicator with [DevCommRequirements.CFTCaps] [CFTUnicast] was made
-// before; else NCCL fails with ncclInvalidUsage ([ErrInvalidUsage]). On a
-// communicator without CFT it returns an error wrapping both
-// [ErrUnsupported] and NCCL's [*Error] (ncclInvalidArgument). Not
-// collective.
+// communicator was made with [Config.HostCFTMode] [HostCFTEnable] (not
+// [HostCFTDisable]), or a device communicator with
+// [DevCommRequirements.CFTCaps] [CFTUnicast] was made before; else NCCL
+// fails with ncclInvalidUsage ([ErrInvalidUsage]). On a communicator
+// without CFT it returns an error wrapping both [ErrUnsupported] and
+// NCCL's [*Error] (ncclInvalidArgument). Not collective.
 func (w *Window) CFTPeerAddress(peer int, offsetBytes uint64) (CFTAddress, error) {
 	const op = "Window.CFTPeerAddress"
 	if _, err := require(capi.SymGetPeerDeviceLeInfo); err != nil {
@@ -245,7 +245,7 @@ func (w *Window) cftQuery(op, fn string, call func(win uintptr) (uint32, uint64,
 		}
 		if errors.As(err, &ne) && ne.Code == InvalidUsage && strings.Contains(ne.Detail, noLEDetail) {
 			return CFTAddress{}, fmt.Errorf("nccl: %s: the communicator has no CFT logical endpoints yet: make it with "+
-				"Config.HostCFTMode, or make a device communicator with DevCommRequirements.CFTCaps first: %w", op, err)
+				"Config.HostCFTMode HostCFTEnable (not HostCFTDisable), or make a device communicator with DevCommRequirements.CFTCaps first: %w", op, err)
 		}
 		return CFTAddress{}, err
 	}

@@ -323,3 +323,17 @@ func TestFakeCFTAddressErrorsNameIt(t *testing.T) {
 		}
 	})
 }
+
+// A communicator made with HostCFTDisable has no logical endpoints: the
+// error says which HostCFTMode values make them, not only the field the
+// user already set.
+func TestFakeCFTAddressHostCFTDisable(t *testing.T) {
+	faketest.Run(t, faketest.Env{Release: 23102, Extra: []string{"FAKE_NCCL_CFT=1"}}, func(t *testing.T) {
+		c := fakeComm(t, 2, 0, &nccl.Config{HostCFTMode: nccl.Ptr(nccl.HostCFTDisable)})
+		w := cftWindow(t, c)
+		_, err := w.CFTPeerAddress(1, 0)
+		if !errors.Is(err, nccl.ErrInvalidUsage) || !strings.Contains(err.Error(), "HostCFTMode HostCFTEnable (not HostCFTDisable)") {
+			t.Errorf("CFTPeerAddress with HostCFTDisable: %v, want ErrInvalidUsage naming HostCFTEnable", err)
+		}
+	})
+}
