@@ -118,10 +118,24 @@ type HostCFTMode int32
 // Host CFT modes (nccl4py's bindings of NCCL 2.31.2; unset is NCCL's
 // default, NCCL_CONFIG_UNDEF_INT).
 const (
-	HostCFTEnable   HostCFTMode = 1 // ncclHostCftModeEnable
-	HostCFTDisable  HostCFTMode = 2 // ncclHostCftModeDisable
-	HostCFTFallback HostCFTMode = 3 // ncclHostCftModeFallback
+	HostCFTEnable   HostCFTMode = 1 // ncclHostCftEnable
+	HostCFTDisable  HostCFTMode = 2 // ncclHostCftDisable
+	HostCFTFallback HostCFTMode = 3 // ncclHostCftFallback
 )
+
+// String is the C name, e.g. "ncclHostCftEnable"; other values print as
+// "ncclHostCftMode_t(N)".
+func (m HostCFTMode) String() string {
+	switch m {
+	case HostCFTEnable:
+		return "ncclHostCftEnable"
+	case HostCFTDisable:
+		return "ncclHostCftDisable"
+	case HostCFTFallback:
+		return "ncclHostCftFallback"
+	}
+	return fmt.Sprintf("ncclHostCftMode_t(%d)", int32(m))
+}
 
 // NVLSHostMode is ncclNvlsHostMode_t ([Config.NVLSHostMode], NCCL 2.32.3):
 // a bitmask of host NVLS parts to turn off. NVIDIA's documentation: the
@@ -148,6 +162,26 @@ const (
 	// all non-reserved bits (ncclNvlsHostModeDisable, INT_MAX).
 	NVLSHostDisable NVLSHostMode = math.MaxInt32
 )
+
+// String is the C name, e.g. "ncclNvlsHostModeDisableTransport", or the
+// names of the flags joined by "|"
+// ("ncclNvlsHostModeDisableTransport|ncclNvlsHostModeDisableSymmetricMultimem");
+// other values print as "ncclNvlsHostMode_t(N)".
+func (m NVLSHostMode) String() string {
+	switch m {
+	case NVLSHostEnable:
+		return "ncclNvlsHostModeEnable"
+	case NVLSHostDisable:
+		return "ncclNvlsHostModeDisable"
+	case NVLSHostDisableTransport:
+		return "ncclNvlsHostModeDisableTransport"
+	case NVLSHostDisableSymmetricMultimem:
+		return "ncclNvlsHostModeDisableSymmetricMultimem"
+	case NVLSHostDisableTransport | NVLSHostDisableSymmetricMultimem:
+		return "ncclNvlsHostModeDisableTransport|ncclNvlsHostModeDisableSymmetricMultimem"
+	}
+	return fmt.Sprintf("ncclNvlsHostMode_t(%d)", int32(m))
+}
 
 // maxInt32 bounds what a C int argument can hold.
 const maxInt32 = int(^uint32(0) >> 1)

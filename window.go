@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/nccl4go/nccl/internal/capi"
 	"github.com/nccl4go/nccl/internal/versions"
@@ -39,6 +40,34 @@ const (
 	// (NCCL's release notes of 2.31.2). NCCL 2.32.3.
 	WindowCFTCounted WindowFlag = 0x08
 )
+
+// String names the flags as C does, joined by "|": "NCCL_WIN_DEFAULT",
+// "NCCL_WIN_COLL_SYMMETRIC|NCCL_WIN_STRICT_ORDERING"; unknown bits print
+// in hex after them ("NCCL_WIN_COLL_SYMMETRIC|0x40").
+func (f WindowFlag) String() string {
+	if f == WindowDefault {
+		return "NCCL_WIN_DEFAULT"
+	}
+	var names []string
+	for _, n := range [...]struct {
+		f    WindowFlag
+		name string
+	}{
+		{WindowCollSymmetric, "NCCL_WIN_COLL_SYMMETRIC"},
+		{WindowStrictOrdering, "NCCL_WIN_STRICT_ORDERING"},
+		{WindowGINOnly, "NCCL_WIN_GIN_ONLY"},
+		{WindowCFTCounted, "NCCL_WIN_CFT_COUNTED"},
+	} {
+		if f&n.f != 0 {
+			names = append(names, n.name)
+			f &^= n.f
+		}
+	}
+	if f != 0 {
+		names = append(names, fmt.Sprintf("%#x", int(f)))
+	}
+	return strings.Join(names, "|")
+}
 
 // windowFlagGates are the window flags newer than RegisterWindow itself.
 var windowFlagGates = [...]struct {

@@ -65,7 +65,8 @@ nccl4go's own version and the NCCL release whose ABI it was written against; and
 features nccl4go gates by NCCL release (struct fields, flags, data types, behaviours),
 how many it uses with the loaded NCCL: which the library lacks, with the release that
 added each, and which it has but nccl4go does not use with it (a struct field of a
-layout nccl4go does not declare to that release), with why.
+layout nccl4go does not declare to that release, or a flag whose field is not sent),
+with why.
 Where something is missing it says what, and how to fix it, and still exits 0.`,
 	flags: func(fs *pflag.FlagSet) action {
 		var jsonOut, params bool
