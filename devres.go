@@ -102,6 +102,21 @@ func newDevResource(kind string) *DevResource {
 	return r
 }
 
+// checkBarriers checks a barrier resource's arguments: a valid team, at
+// least one barrier, and nBarriers × perBarrier (words or signals) within
+// NCCL's int (tooMany says what is past it).
+func checkBarriers(op string, team Team, nBarriers, perBarrier int, tooMany string) error {
+	switch {
+	case !team.valid():
+		return argErr(op, "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
+	case nBarriers < 1:
+		return argErr(op, "nBarriers", "%d: at least 1", nBarriers)
+	case nBarriers > 1<<31-1 || uint64(nBarriers)*uint64(perBarrier) > 1<<31-1: // the first bound keeps the product from wrapping
+		return argErr(op, "nBarriers", "%d barriers of %d ranks: %s", nBarriers, team.NRanks, tooMany)
+	}
+	return nil
+}
+
 // LSABarrierResource is ncclLsaBarrierCreateRequirement: nBarriers LSA
 // memory barriers over team (for kernels' ncclLsaBarrierSession), a
 // buffer of (3 + team.NRanks) × nBarriers 32-bit words. Its handle is an
@@ -112,13 +127,8 @@ func LSABarrierResource(team Team, nBarriers int) (*DevResource, error) {
 	if _, err := require(capi.SymLsaBarrierCreateRequirement); err != nil {
 		return nil, err
 	}
-	switch {
-	case !team.valid():
-		return nil, argErr(op, "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
-	case nBarriers < 1:
-		return nil, argErr(op, "nBarriers", "%d: at least 1", nBarriers)
-	case nBarriers > 1<<31-1 || uint64(nBarriers)*uint64(3+team.NRanks) > 1<<31-1: // the first bound keeps the product from wrapping
-		return nil, argErr(op, "nBarriers", "%d barriers of %d ranks: past NCCL's int", nBarriers, team.NRanks)
+	if err := checkBarriers(op, team, nBarriers, 3+team.NRanks, "past NCCL's int"); err != nil {
+		return nil, err
 	}
 	r := newDevResource(kindLSABarrier)
 	t := capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}
@@ -183,13 +193,8 @@ func (c *Communicator) GINBarrierResource(team Team, nBarriers int) (*DevResourc
 	if _, err := require(capi.SymGinBarrierCreateRequirement); err != nil {
 		return nil, err
 	}
-	switch {
-	case !team.valid():
-		return nil, argErr(op, "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
-	case nBarriers < 1:
-		return nil, argErr(op, "nBarriers", "%d: at least 1", nBarriers)
-	case nBarriers > 1<<31-1 || uint64(nBarriers)*uint64(team.NRanks) > 1<<31-1: // the first bound keeps the product from wrapping
-		return nil, argErr(op, "nBarriers", "%d barriers of %d ranks: their GIN signals are past NCCL's int", nBarriers, team.NRanks)
+	if err := checkBarriers(op, team, nBarriers, team.NRanks, "their GIN signals are past NCCL's int"); err != nil {
+		return nil, err
 	}
 	n, rank, _, err := c.ident(op)
 	if err != nil {
