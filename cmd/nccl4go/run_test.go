@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nccl4go/nccl/internal/faketest"
+	"github.com/spf13/pflag"
 )
 
 // launch runs the launcher in this process.
@@ -365,4 +366,87 @@ func testPort(t *testing.T, host string) int {
 	}
 	t.Fatal("no free port found in 20000-31999")
 	return 0
+}
+
+// --quiet (help: "print the summary only when a rank failed"): no summary
+// after a job whose ranks all exit 0, the summary after one that fails.
+func TestRunQuiet(t *testing.T) {
+	requireSh(t)
+	_, errs, err := launch(t, context.Background(), "--quiet", "-n", "2", "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(errs, "RANK") {
+		t.Errorf("--quiet printed the summary of a job that succeeded:\n%s", errs)
+	}
+	_, errs, err = launch(t, context.Background(), "--quiet", "-n", "2", "sh", "-c", `exit $((RANK + 3))`)
+	if code := exitCodeOf(t, err); code != 3 && code != 4 {
+		t.Errorf("exit status %d, want 3 or 4", code)
+	}
+	if !strings.Contains(errs, "RANK") {
+		t.Errorf("--quiet left out the summary of a job that failed:\n%s", errs)
+	}
+}
+
+// --bind-gpus (help: "set CUDA_VISIBLE_DEVICES of each rank to its one
+// GPU"): rank i gets GPU i, or entry i of the launcher's own
+// CUDA_VISIBLE_DEVICES; an empty list is an error, not a rank without GPUs.
+func TestRunBindGPUs(t *testing.T) {
+	requireSh(t)
+	for _, tc := range []struct {
+		visible string // "-": unset
+		want    []string
+	}{
+		{"-", []string{"0", "1", "2"}},
+		{"3, 5,7", []string{"3", "5", "7"}},
+		{"GPU-a,GPU-b", []string{"GPU-a", "GPU-b", "GPU-a"}},
+	} {
+		if tc.visible == "-" {
+			t.Setenv("CUDA_VISIBLE_DEVICES", "")
+			os.Unsetenv("CUDA_VISIBLE_DEVICES")
+		} else {
+			t.Setenv("CUDA_VISIBLE_DEVICES", tc.visible)
+		}
+		out, _, err := launch(t, context.Background(), "--bind-gpus", "-n", "3", "sh", "-c", `echo "gpu=$CUDA_VISIBLE_DEVICES"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, w := range tc.want {
+			if want := fmt.Sprintf("[%d] gpu=%s\n", r, w); !strings.Contains(out, want) {
+				t.Errorf("CUDA_VISIBLE_DEVICES=%q: stdout lacks %q", tc.visible, want)
+			}
+		}
+	}
+	t.Setenv("CUDA_VISIBLE_DEVICES", "")
+	if _, _, err := launch(t, context.Background(), "--bind-gpus", "-n", "2", "true"); err == nil || !strings.Contains(err.Error(), "--bind-gpus") {
+		t.Errorf("CUDA_VISIBLE_DEVICES empty: err %v, want one naming --bind-gpus", err)
+	}
+}
+
+// The bounds run's help states (-n at most 65536, nnodes × n at most
+// 16777216) hold at the boundary. The flags are only checked, never
+// launched: a regression must not start 65537 processes.
+func TestRunBounds(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"-n", "65536"}, true},
+		{[]string{"-n", "65537"}, false},
+		{[]string{"--nnodes", "256", "-n", "65536", "--master-port", "1"}, true},
+		{[]string{"--nnodes", "257", "-n", "65536", "--master-port", "1"}, false},
+		{[]string{"--nnodes", "16777216", "-n", "1", "--master-port", "1"}, true},
+		{[]string{"--nnodes", "16777217", "-n", "1", "--master-port", "1"}, false},
+	} {
+		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		f := bindRunFlags(fs)
+		if err := fs.Parse(append(tc.args, "true")); err != nil {
+			t.Fatal(err)
+		}
+		err := f.check(fs, fs.Args())
+		var uerr *usageError
+		if tc.ok && err != nil || !tc.ok && !errors.As(err, &uerr) {
+			t.Errorf("%q: check says %v, want ok=%v", tc.args, err, tc.ok)
+		}
+	}
 }
