@@ -567,10 +567,10 @@ func expandTemplate(v string, rank, local, node, world int) string {
 // launcher's own list, or its index.
 func bindGPU(local int) (string, error) {
 	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
-		list := strings.Split(v, ",")
-		if v == "" || len(list) == 0 {
+		if v == "" {
 			return "", errors.New("CUDA_VISIBLE_DEVICES is empty: no GPU to bind")
 		}
+		list := strings.Split(v, ",")
 		return strings.TrimSpace(list[local%len(list)]), nil
 	}
 	return strconv.Itoa(local), nil
