@@ -387,6 +387,8 @@ func (p *perfFlags) operands(args, rest []string) (tests []string, err error) {
 		return nil, usagef("-T %d: negative", p.timeout)
 	case p.o.Graph > 0 && p.o.Blocking != 0:
 		return nil, usagef("-G %d: CUDA graphs and blocking modes (-z) do not mix: a capture cannot wait for its stream", p.o.Graph)
+	case p.summary && p.csvOut == "-":
+		return nil, usagef("--json and --csv - both print on stdout: give --csv a file")
 	}
 	switch p.progress {
 	case "auto", "always", "never":

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -131,4 +132,30 @@ func TestFakePerf(t *testing.T) {
 			t.Errorf("summary %+v: %v\n%s", sum, err, out)
 		}
 	})
+}
+
+// --csv - (help: "on stdout, instead of the table"): stdout is the CSV
+// alone. With --json, which prints its summary on stdout too, it is a
+// usage error: the two would be interleaved and neither could be read.
+func TestFakePerfCSVStdout(t *testing.T) {
+	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
+		out, _, err := runCLI(t, "perf", "all_reduce", "-b", "8", "-e", "64", "-f", "2", "-n", "1", "--progress", "never", "--csv", "-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 5 || !strings.HasPrefix(lines[1], "all_reduce,1,8,2,float,sum,-1,") {
+			t.Errorf("stdout is not the CSV alone (a header and 4 rows):\n%s", out)
+		}
+		for _, l := range lines {
+			if strings.HasPrefix(l, "#") {
+				t.Errorf("the table is on stdout beside the CSV: %q", l)
+			}
+		}
+	})
+	_, err := newPerfFlags().parse([]string{"all_reduce", "--json", "--csv", "-"}, &bytes.Buffer{})
+	var uerr *usageError
+	if !errors.As(err, &uerr) || !strings.Contains(err.Error(), "--csv -") {
+		t.Errorf("--json --csv -: %v, want a usage error naming --csv -", err)
+	}
 }
