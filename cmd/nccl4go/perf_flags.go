@@ -221,7 +221,7 @@ func bindPerfFlags(fs *pflag.FlagSet) *perfFlags {
 	begin("Ranks (under nccl4go run, mpirun, srun or torchrun each process is one rank)")
 	intv(&o.GPUs, "g", "ngpus", "GPUs (ranks) each thread drives")
 	intv(&p.threads, "t", "nthreads", "threads of this process, each on an OS thread of its own")
-	fs.Var(&p.devices, "devices", "CUDA devices, one rank each: 0,1,1 (may repeat; replaces -g)")
+	fs.Var(&p.devices, "devices", "CUDA devices, one rank each: 0,1,2 (replaces -g; repeats: NCCL_MULTI_RANK_GPU_ENABLE=1)")
 	add("devices")
 	fs.DurationVar(&p.initTimeout, "init-timeout", 5*time.Minute, "give up joining the job after `DUR`")
 	add("init-timeout")

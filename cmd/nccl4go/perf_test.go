@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -158,4 +159,37 @@ func TestFakePerfCSVStdout(t *testing.T) {
 	if !errors.As(err, &uerr) || !strings.Contains(err.Error(), "--csv -") {
 		t.Errorf("--json --csv -: %v, want a usage error naming --csv -", err)
 	}
+}
+
+// --devices (help: "CUDA devices, one rank each: 0,1,2 (replaces -g;
+// repeats: NCCL_MULTI_RANK_GPU_ENABLE=1)"):
+// one rank per entry whatever -g says; a repeated device without the
+// variable is refused, with it two ranks share the GPU.
+func TestFakePerfDevices(t *testing.T) {
+	// -c 0: the fake moves no data between ranks, so a check would fail.
+	args := []string{"perf", "all_reduce", "-b", "8", "-e", "8", "-n", "1", "-c", "0", "--progress", "never", "-g", "3", "--devices"}
+	ranks := func(t *testing.T, out string) int {
+		return len(regexp.MustCompile(`(?m)^#\s+Rank\s+\d+ `).FindAllString(out, -1))
+	}
+	faketest.Run(t, faketest.Env{Devices: 3}, func(t *testing.T) {
+		out, _, err := runCLI(t, append(args, "2,0")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := ranks(t, out); n != 2 {
+			t.Errorf("--devices 2,0 -g 3: %d rank lines, want 2", n)
+		}
+		if _, _, err := runCLI(t, append(args, "0,0")...); err == nil || !strings.Contains(err.Error(), "NCCL_MULTI_RANK_GPU_ENABLE=1") {
+			t.Errorf("--devices 0,0 without NCCL_MULTI_RANK_GPU_ENABLE: %v, want an error naming it", err)
+		}
+	})
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL_MULTI_RANK_GPU_ENABLE=1"}}, func(t *testing.T) {
+		out, _, err := runCLI(t, append(args, "0,0")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := ranks(t, out); n != 2 {
+			t.Errorf("--devices 0,0: %d rank lines, want 2", n)
+		}
+	})
 }
