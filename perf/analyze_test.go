@@ -291,3 +291,14 @@ func TestAnalyzeTestdataCurrent(t *testing.T) {
 		t.Error("testdata/nccltests_periter_4procs.json differs from fourProcs: regenerate it with PERF_ANALYZE_DIR")
 	}
 }
+
+// A file whose devices name no host groups the processes ProcsPerNode at
+// a time (perf analyze --procs-per-node: "processes per node when the
+// file names no hosts"), the last node taking what is left.
+func TestNodeGroupsWithoutHosts(t *testing.T) {
+	doc := &jsonDoc{Config: jsonConfig{NThreads: 1, NGPUs: 1}}
+	got := fmt.Sprint(nodeGroups(doc, 5, 2))
+	if want := "[{node 0 [0 1]} {node 1 [2 3]} {node 2 [4]}]"; got != want {
+		t.Errorf("nodeGroups(5 processes, 2 per node) = %s, want %s", got, want)
+	}
+}

@@ -40,4 +40,8 @@ func TestPerfAnalyzeCLI(t *testing.T) {
 	if code := mainExit([]string{"perf", "analyze", "--threshold", "0", four}, &out, &errb); code != 2 || strings.Count(errb.String(), "\n") != 2 {
 		t.Errorf("bad threshold: exit %d\n%s", code, errb.String())
 	}
+	errb.Reset()
+	if code := mainExit([]string{"perf", "analyze", "--procs-per-node", "0", four}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--procs-per-node 0") {
+		t.Errorf("--procs-per-node 0: exit %d\n%s", code, errb.String())
+	}
 }
