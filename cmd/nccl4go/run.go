@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -291,18 +290,18 @@ func launchJob(ctx context.Context, f *runFlags, stdout, stderr io.Writer) error
 			return &exitError{code: 127, msg: "run: " + err.Error()}
 		}
 	}
+	// The store: node 0 hosts it.
+	storePort := f.storePort
+	if storePort == 0 && f.nnodes > 1 {
+		storePort = f.masterPort + 1
+	}
 	secret := os.Getenv(rendezvous.EnvStoreSecret)
 	switch {
 	case secret == "" && f.nnodes == 1:
 		secret = randomSecret()
 	case secret == "":
 		fmt.Fprintf(stderr, "nccl4go run: warning: %s is not set: the store on node 0 (port %d of every interface) accepts anyone who can reach it; set it to the same value on every node\n",
-			rendezvous.EnvStoreSecret, cmp.Or(f.storePort, f.masterPort+1))
-	}
-	// The store: node 0 hosts it.
-	storePort := f.storePort
-	if storePort == 0 && f.nnodes > 1 {
-		storePort = f.masterPort + 1
+			rendezvous.EnvStoreSecret, storePort)
 	}
 	storeAddr := net.JoinHostPort(f.masterAddr, strconv.Itoa(storePort))
 	if f.nodeRank == 0 {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -335,5 +336,34 @@ func TestRunGroupLeftoversKilled(t *testing.T) {
 	pids := pidsIn(t, dir)
 	if live := survivors(pids, 0); len(live) > 0 {
 		t.Errorf("%d processes outlived the launcher:%s", len(live), describePids(live))
+	}
+}
+
+// Several nodes without --store-port (help: "master port + 1 on
+// several"): node 0's store, and the address its ranks get, is on the
+// master port + 1; and the warning about an open store names that port.
+func TestRunStorePortDefault(t *testing.T) {
+	requireSh(t)
+	t.Setenv("NCCL4GO_STORE_SECRET", "")
+	os.Unsetenv("NCCL4GO_STORE_SECRET")
+	port := testPort(t, "127.0.0.1")
+	for range 100 {
+		if l, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port+1))); err == nil {
+			l.Close()
+			break
+		}
+		port = testPort(t, "127.0.0.1")
+	}
+	out, errs, err := launch(t, context.Background(), "--nnodes", "2", "--node-rank", "0", "--master-port", strconv.Itoa(port),
+		"--no-prefix", "sh", "-c", `echo "store=$NCCL4GO_STORE_ADDR"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("store=127.0.0.1:%d\n", port+1)
+	if !strings.Contains(out, want) {
+		t.Errorf("stdout lacks %q", want)
+	}
+	if !strings.Contains(errs, fmt.Sprintf("port %d of every interface", port+1)) {
+		t.Errorf("the warning does not name the store's port %d:\n%s", port+1, errs)
 	}
 }
