@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -190,6 +191,24 @@ func TestFakePerfDevices(t *testing.T) {
 		}
 		if n := ranks(t, out); n != 2 {
 			t.Errorf("--devices 0,0: %d rank lines, want 2", n)
+		}
+	})
+}
+
+// --init-timeout (help: "give up joining the job after DUR"): a rank
+// whose job never meets (rank 1 of 2, no rank 0 and no store) fails
+// naming the join once the timeout passes, not after the default 5m.
+func TestFakePerfInitTimeout(t *testing.T) {
+	port := testPort(t, "127.0.0.1") // nothing listens there
+	faketest.Run(t, faketest.Env{Extra: []string{"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=1",
+		"MASTER_ADDR=127.0.0.1", fmt.Sprintf("MASTER_PORT=%d", port)}}, func(t *testing.T) {
+		start := time.Now()
+		_, _, err := runCLI(t, "perf", "all_reduce", "-b", "8", "-e", "8", "-n", "1", "--progress", "never", "--init-timeout", "300ms")
+		if err == nil || !strings.Contains(err.Error(), "joining") {
+			t.Errorf("err %v, want one about joining the job", err)
+		}
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("gave up after %v, not after --init-timeout 300ms", d)
 		}
 	})
 }
