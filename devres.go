@@ -131,7 +131,7 @@ func LSABarrierResource(team Team, nBarriers int) (*DevResource, error) {
 		return nil, err
 	}
 	r := newDevResource(kindLSABarrier)
-	t := capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}
+	t := team.raw()
 	if st := capi.LSABarrierRequirement(t, int32(nBarriers), r.mem); st != 0 {
 		return nil, statusErr(op, "ncclLsaBarrierCreateRequirement", capi.Status{Code: st})
 	}
@@ -208,7 +208,7 @@ func (c *Communicator) GINBarrierResource(team Team, nBarriers int) (*DevResourc
 	}
 	r := newDevResource(kindGINBarrier)
 	r.owner = c
-	t := capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}
+	t := team.raw()
 	err = c.call(context.Background(), completed, op, "ncclGinBarrierCreateRequirement", takeLive, nil, func(ptr uintptr) (capi.Status, error) {
 		return capi.Status{Code: capi.GINBarrierRequirement(ptr, t, int32(nBarriers), r.mem)}, nil
 	})
@@ -409,7 +409,7 @@ func NewTeamResource(team Team, multimem bool) (*TeamResource, error) {
 		return nil, argErr("NewTeamResource", "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
 	}
 	t := &TeamResource{served: served{kind: "team"}, team: team, multimem: multimem,
-		mem: capi.NewTeamResource(capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}, multimem)}
+		mem: capi.NewTeamResource(team.raw(), multimem)}
 	runtime.AddCleanup(t, func(m capi.TeamResource) { m.Free() }, t.mem)
 	return t, nil
 }
