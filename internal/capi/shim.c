@@ -446,6 +446,8 @@ void *capi_nccl_fn(int i) { return (i >= 0 && i < CAPI_NCCL_SYM_COUNT) ? nccl_sy
 
 int capi_nccl_missing(void) { return nccl_handle ? CAPI_MISSING : CAPI_NOT_LOADED; }
 
+capi_status capi_nccl_status(int code) { return nccl_status(code); }
+
 int capi_gate(uintptr_t comm) { return gate_enter(0, comm); }
 
 int capi_gate_queue(uintptr_t comm) { return gate_enter(CAPI_F_QUEUES, comm); }

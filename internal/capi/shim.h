@@ -550,6 +550,9 @@ capi_status capi_ncclMemAlloc(uintptr_t ctx, uintptr_t *ptr, size_t size);
 // is in progress), for a call that queues no work.
 void *capi_nccl_fn(int i);
 int capi_nccl_missing(void);
+// capi_nccl_status is the status of an NCCL call's result: its last error
+// as detail unless it is ncclSuccess or ncclInProgress.
+capi_status capi_nccl_status(int code);
 int capi_gate(uintptr_t comm);
 // capi_gate_queue is the gate of a call that queues work (a collective of
 // collconfig.c): capi_gate's check, plus the group rules of group.c.
