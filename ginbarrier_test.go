@@ -31,11 +31,7 @@ func TestFakeGINBarrierResource(t *testing.T) {
 	} {
 		env := faketest.Env{Release: tc.release, Extra: []string{"FAKE_NCCL_GIN_TYPE=2", "FAKE_NCCL_RAILED_GIN_TYPE=2", "FAKE_NCCL_POLLS=2"}}
 		faketest.Run(t, env, func(t *testing.T) {
-			c := fakeComm(t, 4, 1, nil)
-			world, err := c.TeamWorld()
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, world := fakeWorld(t, 4, 1)
 			g, err := c.GINBarrierResource(world, 3)
 			if err != nil {
 				t.Fatal(err)
@@ -109,8 +105,7 @@ func TestFakeGINBarrierResource(t *testing.T) {
 // ncclDevrCommCreateInternal).
 func TestFakeGINBarrierAfterNCCLsBarriers(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 4, 1, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 4, 1)
 		g, err := c.GINBarrierResource(world, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -132,8 +127,7 @@ func TestFakeGINBarrierAfterNCCLsBarriers(t *testing.T) {
 // itself (2.29.7 and later) fails with ncclInvalidArgument.
 func TestFakeGINBarrierWithoutGIN(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
-		c := fakeComm(t, 2, 0, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 2, 0)
 		g, err := c.GINBarrierResource(world, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -211,8 +205,7 @@ func TestFakeGINBarrierArguments(t *testing.T) {
 // before NCCL, as FULL alone is.
 func TestFakeGINForceEnableMeansFull(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=0", "FAKE_NCCL_RAILED_GIN_TYPE=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 4, 1, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 4, 1)
 		g, err := c.GINBarrierResource(world, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -233,8 +226,7 @@ func TestFakeGINForceEnableMeansFull(t *testing.T) {
 // answers the same.
 func TestFakeGINRailOnly(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=0", "FAKE_NCCL_RAILED_GIN_TYPE=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 4, 1, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 4, 1)
 		g, err := c.GINBarrierResource(world, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -266,8 +258,7 @@ func TestFakeGINRailOnly(t *testing.T) {
 // GIN barrier listed after it starts past those signals.
 func TestFakeGINBarrierForceEnableRail(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=2", "FAKE_NCCL_RAILED_GIN_TYPE=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 4, 1, nil) // one LSA team of 4: the rail team is this rank alone
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 4, 1) // one LSA team of 4: the rail team is this rank alone
 		for _, tc := range []struct {
 			force bool
 			want  uint32
@@ -304,8 +295,7 @@ func TestFakeGINBarrierForceEnableRail(t *testing.T) {
 // that before NCCL.
 func TestFakeGINSignalsAddUpPastInt(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 4, 1, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 4, 1)
 		const n = math.MaxInt32/4 - 1 // × 4 ranks: 2^31 - 8 signals, within an int
 		a, err := c.GINBarrierResource(world, n)
 		if err != nil {

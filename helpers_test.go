@@ -127,6 +127,17 @@ func fakeComm(t *testing.T, nranks, rank int, cfg *nccl.Config) *nccl.Communicat
 	return c
 }
 
+// fakeWorld is fakeComm(t, nranks, rank, nil) and its world team.
+func fakeWorld(t *testing.T, nranks, rank int) (*nccl.Communicator, nccl.Team) {
+	t.Helper()
+	c := fakeComm(t, nranks, rank, nil)
+	world, err := c.TeamWorld()
+	if err != nil {
+		t.Fatalf("TeamWorld: %v", err)
+	}
+	return c, world
+}
+
 // wantArg fails unless err is an ArgError on arg.
 func wantArg(t *testing.T, what string, err error, arg string) {
 	t.Helper()

@@ -116,8 +116,7 @@ func TestHostileMultimemPointerForeignWindow(t *testing.T) {
 // A nil *Window answers MultimemPointerFor with an error, not a panic.
 func TestHostileMultimemPointerNilWindow(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_MULTIMEM=1"}}, func(t *testing.T) {
-		a := fakeComm(t, 2, 0, nil)
-		world, _ := a.TeamWorld()
+		a, world := fakeWorld(t, 2, 0)
 		mm, _ := nccl.NewTeamResource(world, true)
 		d, err := a.CreateDevComm(&nccl.DevCommRequirements{Teams: []*nccl.TeamResource{mm}})
 		if err != nil {
@@ -135,8 +134,7 @@ func TestHostileMultimemPointerNilWindow(t *testing.T) {
 // requirement", "an LLA2A requirement", "a team requirement".
 func TestHostileResourceReuseMessage(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
-		c := fakeComm(t, 2, 0, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 2, 0)
 		bar, _ := nccl.LSABarrierResource(world, 1)
 		a2a, _ := nccl.LLA2AResource(1, 1)
 		team, _ := nccl.NewTeamResource(world, false)
@@ -260,8 +258,7 @@ func TestHostileResourceCMemoryFreed(t *testing.T) {
 		}
 		base := settle(0)
 		func() {
-			c := fakeComm(t, 2, 0, nil)
-			world, _ := c.TeamWorld()
+			c, world := fakeWorld(t, 2, 0)
 			for range 10 {
 				// never used
 				if _, err := nccl.LSABarrierResource(world, 2); err != nil {
@@ -374,8 +371,7 @@ func TestHostileResourceCountWrapsAround(t *testing.T) {
 		wantArgErr(t, err, "LSABarrierResource", "nBarriers", "past NCCL's int")
 		_, err = nccl.LLA2AResource(1<<60, 1) // 2^60 × 3 × 16: a multiple of 2^64
 		wantArgErr(t, err, "LLA2AResource", "nBlocks", "past NCCL's int")
-		c := fakeComm(t, 4, 1, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 4, 1)
 		_, err = c.GINBarrierResource(world, 1<<62) // 4 × 2^62 = 2^64
 		wantArgErr(t, err, "GINBarrierResource", "nBarriers", "past NCCL's int")
 		for _, fn := range []string{"ncclLsaBarrierCreateRequirement", "ncclLLA2ACreateRequirement", "ncclGinBarrierCreateRequirement"} {
