@@ -15,16 +15,6 @@ import (
 // (ncclCommProperties_t of NCCL's nccl.h, 2.29.2 through 2.30.7, and the
 // version rules of src/init.cc).
 
-func propsComm(t *testing.T) *nccl.Communicator {
-	t.Helper()
-	c, err := nccl.Init(1, 0, newFakeID(t), &nccl.Config{Device: nccl.Ptr(1)})
-	if err != nil {
-		t.Fatalf("Init: %v", err)
-	}
-	t.Cleanup(func() { c.Destroy() })
-	return c
-}
-
 // propsAccessors calls every property accessor.
 func propsAccessors(c *nccl.Communicator) map[string]error {
 	errs := map[string]error{}
@@ -62,7 +52,7 @@ func wantUnsupportedProp(t *testing.T, what string, err error, fn string, since,
 
 func TestPropertiesBefore2292(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 22803}, func(t *testing.T) {
-		c := propsComm(t)
+		c := collComm(t, 1, 0, 1)
 		for round := 0; round < 2; round++ {
 			for name, err := range propsAccessors(c) {
 				wantUnsupportedProp(t, name, err, "ncclCommQueryProperties", 22902, 22803)
@@ -82,7 +72,7 @@ func TestPropertiesBefore2292(t *testing.T) {
 // fields are unsupported.
 func TestProperties2292(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 22902, Extra: []string{"FAKE_NCCL_GIN_TYPE=3"}}, func(t *testing.T) {
-		c := propsComm(t)
+		c := collComm(t, 1, 0, 1)
 		p, err := c.Properties()
 		if err != nil {
 			t.Fatalf("Properties: %v", err)
@@ -144,7 +134,7 @@ func TestPropertiesAllFields(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			faketest.Run(t, faketest.Env{Release: tc.release, Version: tc.version, Extra: extra}, func(t *testing.T) {
-				c := propsComm(t)
+				c := collComm(t, 1, 0, 1)
 				p, err := c.Properties()
 				if err != nil {
 					t.Fatalf("Properties: %v", err)
@@ -234,7 +224,7 @@ func TestPropertiesAllFields(t *testing.T) {
 // (on 2.31.2, where every accessor has its field).
 func TestPropertiesQueriedOnce(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23102}, func(t *testing.T) {
-		c := propsComm(t)
+		c := collComm(t, 1, 0, 1)
 		for range 3 {
 			for name, err := range propsAccessors(c) {
 				if err != nil {
@@ -245,7 +235,7 @@ func TestPropertiesQueriedOnce(t *testing.T) {
 		if n := faketest.Calls(t, "ncclCommQueryProperties"); n != 1 {
 			t.Errorf("ncclCommQueryProperties called %d times for one communicator, want 1", n)
 		}
-		other := propsComm(t)
+		other := collComm(t, 1, 0, 1)
 		if _, err := other.GINType(); err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +245,7 @@ func TestPropertiesQueriedOnce(t *testing.T) {
 	})
 	// A failed query is not cached as an answer: it is asked again.
 	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_FAIL=ncclCommQueryProperties=3@1"}}, func(t *testing.T) {
-		c := propsComm(t)
+		c := collComm(t, 1, 0, 1)
 		_, err := c.GINType()
 		var ne *nccl.Error
 		if !errors.As(err, &ne) || ne.Code != nccl.InternalError || !strings.Contains(ne.Detail, "ncclCommQueryProperties") {

@@ -39,7 +39,7 @@ func TestFakeMissingFunctionsOfNewRelease(t *testing.T) {
 func TestFakePropertiesFieldsOfTable(t *testing.T) {
 	for _, r := range []int{22902, faketest.DefaultRelease} {
 		faketest.Run(t, faketest.Env{Release: r}, func(t *testing.T) {
-			p, err := propsComm(t).Properties()
+			p, err := collComm(t, 1, 0, 1).Properties()
 			if err != nil {
 				t.Fatal(err)
 			}
