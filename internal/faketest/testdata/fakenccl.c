@@ -3688,30 +3688,24 @@ EXPORT int ncclParamGetStr(void *h, const char **out) {
 EXPORT int ncclParamGet(void *h, void *out, int maxLen, int *len) {
 	ENTER("ncclParamGet");
 	struct fparam *p = param_handle(h);
-	if (!p || !out) {
+	if (!p || !out || !len || maxLen <= 0) {
 		return ncclInvalidArgument;
-	}
-	if (!len || maxLen <= 0) {
-		return ncclInvalidArgument;
-	}
-	if (p->type == PT_CSTR) {
-		const char *s = param_text(p);
-		int n = (int)strlen(s ? s : "") + 1;
-		if (n > maxLen) {
-			*len = 0;
-			return ncclInvalidArgument;
-		}
-		memcpy(out, s ? s : "", (size_t)n);
-		*len = n;
-		return ncclSuccess;
 	}
 	unsigned char bits[8];
-	int n = param_bits(p, bits);
+	const void *src = bits;
+	int n;
+	if (p->type == PT_CSTR) {
+		const char *s = param_text(p);
+		src = s ? s : "";
+		n = (int)strlen(src) + 1;
+	} else {
+		n = param_bits(p, bits);
+	}
 	if (n > maxLen) {
 		*len = 0;
 		return ncclInvalidArgument;
 	}
-	memcpy(out, bits, (size_t)n);
+	memcpy(out, src, (size_t)n);
 	*len = n;
 	return ncclSuccess;
 }
