@@ -3,6 +3,7 @@ package nccl_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -33,10 +34,7 @@ func TestFakeLLA2ACalcSlots(t *testing.T) {
 			arg        string
 		}{{-1, 8, "maxElts"}, {8, -1, "maxEltSize"}, {1 << 28, 64, "maxElts"}, {math.MaxInt32, 9, "maxElts"}, {1, math.MaxInt32, "maxEltSize"}} {
 			_, err := nccl.LLA2ACalcSlots(tc.elts, tc.size)
-			var ae *nccl.ArgError
-			if !errors.As(err, &ae) || ae.Arg != tc.arg || !errors.Is(err, nccl.ErrInvalidArgument) {
-				t.Errorf("LLA2ACalcSlots(%d, %d): %v, want an ArgError for %s", tc.elts, tc.size, err, tc.arg)
-			}
+			wantArg(t, fmt.Sprintf("LLA2ACalcSlots(%d, %d)", tc.elts, tc.size), err, tc.arg)
 		}
 		if n := faketest.Calls(t, "ncclLLA2ACalcSlots"); n != calls {
 			t.Errorf("NCCL called %d times for refused arguments", n-calls)

@@ -156,6 +156,23 @@ func wantUnsupported(t *testing.T, what string, err error, fn string, since nccl
 	}
 }
 
+// wantUnsupportedLoaded is wantUnsupported that also checks the loaded
+// release and that the message names fn and since.
+func wantUnsupportedLoaded(t *testing.T, what string, err error, fn string, since, loaded nccl.Release) {
+	t.Helper()
+	var ue *nccl.UnsupportedError
+	if !errors.Is(err, nccl.ErrUnsupported) || !errors.As(err, &ue) {
+		t.Errorf("%s: %v, want an UnsupportedError", what, err)
+		return
+	}
+	if ue.Feature != fn || ue.Since != since || ue.Loaded != loaded {
+		t.Errorf("%s: %+v, want %s since %s, loaded %s", what, *ue, fn, since, loaded)
+	}
+	if !strings.Contains(err.Error(), fn) || !strings.Contains(err.Error(), since.String()) {
+		t.Errorf("%s: %q names neither %s nor %s", what, err, fn, since)
+	}
+}
+
 // identity reads nranks and rank, failing the test on error.
 func identity(t *testing.T, c *nccl.Communicator) (int, int) {
 	t.Helper()

@@ -35,27 +35,12 @@ func propsAccessors(c *nccl.Communicator) map[string]error {
 	return errs
 }
 
-func wantUnsupportedProp(t *testing.T, what string, err error, fn string, since, loaded nccl.Release) {
-	t.Helper()
-	var ue *nccl.UnsupportedError
-	if !errors.Is(err, nccl.ErrUnsupported) || !errors.As(err, &ue) {
-		t.Errorf("%s: %v, want an UnsupportedError", what, err)
-		return
-	}
-	if ue.Feature != fn || ue.Since != since || ue.Loaded != loaded {
-		t.Errorf("%s: %+v, want %s since %s, loaded %s", what, *ue, fn, since, loaded)
-	}
-	if !strings.Contains(err.Error(), fn) || !strings.Contains(err.Error(), since.String()) {
-		t.Errorf("%s: %q names neither %s nor %s", what, err, fn, since)
-	}
-}
-
 func TestPropertiesBefore2292(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 22803}, func(t *testing.T) {
 		c := collComm(t, 1, 0, 1)
 		for round := 0; round < 2; round++ {
 			for name, err := range propsAccessors(c) {
-				wantUnsupportedProp(t, name, err, "ncclCommQueryProperties", 22902, 22803)
+				wantUnsupportedLoaded(t, name, err, "ncclCommQueryProperties", 22902, 22803)
 			}
 		}
 		// The identity does not need the properties.
@@ -98,11 +83,11 @@ func TestProperties2292(t *testing.T) {
 			t.Errorf("MultimemSupport = %v, %v", ok, err)
 		}
 		_, err = c.NumLSATeams()
-		wantUnsupportedProp(t, "NumLSATeams", err, "ncclCommProperties_t.nLsaTeams", 22907, 22902)
+		wantUnsupportedLoaded(t, "NumLSATeams", err, "ncclCommProperties_t.nLsaTeams", 22907, 22902)
 		_, err = c.HostRMASupport()
-		wantUnsupportedProp(t, "HostRMASupport", err, "ncclCommProperties_t.hostRmaSupport", 22907, 22902)
+		wantUnsupportedLoaded(t, "HostRMASupport", err, "ncclCommProperties_t.hostRmaSupport", 22907, 22902)
 		_, err = c.RailedGINType()
-		wantUnsupportedProp(t, "RailedGINType", err, "ncclCommProperties_t.railedGinType", 22907, 22902)
+		wantUnsupportedLoaded(t, "RailedGINType", err, "ncclCommProperties_t.railedGinType", 22907, 22902)
 		// JSON shows the unknown fields as null.
 		b, err := json.Marshal(p)
 		if err != nil || !strings.Contains(string(b), `"num_lsa_teams":null`) || !strings.Contains(string(b), `"gin_type":"NCCL_GIN_TYPE_GDAKI"`) {
@@ -207,7 +192,7 @@ func TestPropertiesAllFields(t *testing.T) {
 					t.Errorf("accessors: %#x %d %s %s %d", hash, stride, conn, set, size)
 				}
 				if tc.release < 23100 && tc.version == 0 {
-					wantUnsupportedProp(t, "CommHash", err1, "ncclCommProperties_t.commHash", 23100, nccl.Release(tc.release))
+					wantUnsupportedLoaded(t, "CommHash", err1, "ncclCommProperties_t.commHash", 23100, nccl.Release(tc.release))
 				}
 				if tc.v231 {
 					*p.CommHash, *p.GINSupport = 0, 0
