@@ -3,7 +3,6 @@ package nccl_test
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -338,17 +337,7 @@ func TestCollConfigHostPathCost(t *testing.T) {
 			}
 		}
 		for name, call := range map[string]func(){"AllReduce": plain, "AllReduceWith": configured} {
-			call()
-			if n := testing.AllocsPerRun(1000, call); n != 0 {
-				t.Errorf("%s: %v allocations per call, want 0", name, n)
-			}
-			before := runtime.NumCgoCall()
-			for range 100 {
-				call()
-			}
-			if d := runtime.NumCgoCall() - before; d != 100 {
-				t.Errorf("%d cgo calls for 100 %s calls, want 100", d, name)
-			}
+			wantHotPath(t, name, call)
 		}
 	})
 }

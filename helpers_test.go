@@ -173,6 +173,23 @@ func wantUnsupportedLoaded(t *testing.T, what string, err error, fn string, sinc
 	}
 }
 
+// wantHotPath calls call once (it fills the caches), then checks that a
+// call allocates nothing and makes exactly one cgo call.
+func wantHotPath(t *testing.T, what string, call func()) {
+	t.Helper()
+	call()
+	if n := testing.AllocsPerRun(1000, call); n != 0 {
+		t.Errorf("%s: %v allocations per call, want 0", what, n)
+	}
+	before := runtime.NumCgoCall()
+	for range 100 {
+		call()
+	}
+	if d := runtime.NumCgoCall() - before; d != 100 {
+		t.Errorf("%d cgo calls for 100 %s calls, want 100", d, what)
+	}
+}
+
 // identity reads nranks and rank, failing the test on error.
 func identity(t *testing.T, c *nccl.Communicator) (int, int) {
 	t.Helper()
