@@ -54,10 +54,7 @@ func TestHostileTeamPastInt32(t *testing.T) {
 // before it, silently naming another network or communicator.
 func TestHostileConfigStringWithNUL(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23102}, func(t *testing.T) {
-		id, err := nccl.NewUniqueID()
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := newFakeID(t)
 		for _, tc := range []struct {
 			cfg *nccl.Config
 			arg string
@@ -310,10 +307,7 @@ func TestHostileCountPastIntMessage(t *testing.T) {
 		b := nccl.BufferOf(buf)
 		err := c.AllReduceWith(&nccl.CollConfig{MinCTAs: nccl.Ptr(1 << 40)}, b, b, nccl.Sum, cuda.Stream{})
 		wantArgErr(t, err, "AllReduceWith", "CollConfig.MinCTAs", "at most 2147483647")
-		id, err := nccl.NewUniqueID()
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := newFakeID(t)
 		_, err = nccl.Init(1, 0, id, &nccl.Config{NVLSCTAs: nccl.Ptr(1 << 40)})
 		wantArgErr(t, err, "Init", "Config.NVLSCTAs", "at most 2147483647")
 	})
