@@ -42,6 +42,20 @@ func requireBench(b *testing.B) {
 	}
 }
 
+// benchComm is requireBench and a one-rank communicator on device 0,
+// destroyed when the benchmark ends.
+func benchComm(b *testing.B) *nccl.Communicator {
+	b.Helper()
+	requireBench(b)
+	comms, err := nccl.InitAll([]int{0})
+	if err != nil {
+		b.Fatalf("InitAll: %v", err)
+	}
+	c := comms[0]
+	b.Cleanup(func() { c.Destroy() })
+	return c
+}
+
 // BenchmarkAllReduceHostPath measures the host cost of a call: an in-place
 // all-reduce of one float32 on a one-rank communicator (a no-op for the
 // GPU), from Go through the binding ("go") and from a loop written in C
@@ -68,13 +82,7 @@ func requireBench(b *testing.B) {
 // "cgo-floor" is the bare cgo call alone. allocs/op must be 0 and
 // cgo-calls/op 1.
 func BenchmarkAllReduceHostPath(b *testing.B) {
-	requireBench(b)
-	comms, err := nccl.InitAll([]int{0})
-	if err != nil {
-		b.Fatalf("InitAll: %v", err)
-	}
-	c := comms[0]
-	defer c.Destroy()
+	c := benchComm(b)
 	s, err := cuda.Device(0).NewStream()
 	if err != nil {
 		b.Fatal(err)
@@ -207,13 +215,7 @@ func BenchmarkAllReduceHostPath(b *testing.B) {
 // [nccl.Communicator.AsyncError] on an idle one-rank communicator: what the
 // watchdog's asynchronous-error poll holds the communicator's lock for.
 func BenchmarkAsyncError(b *testing.B) {
-	requireBench(b)
-	comms, err := nccl.InitAll([]int{0})
-	if err != nil {
-		b.Fatalf("InitAll: %v", err)
-	}
-	c := comms[0]
-	defer c.Destroy()
+	c := benchComm(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := c.AsyncError(); err != nil {
@@ -287,13 +289,7 @@ func BenchmarkAllReduceTwoRanks(b *testing.B) {
 // cgo-calls/op 1 in each. On the fakes it needs
 // NCCL4GO_FAKE_BENCH_RELEASE=23203 (or 23100, 23102).
 func BenchmarkAllReduceWithHostPath(b *testing.B) {
-	requireBench(b)
-	comms, err := nccl.InitAll([]int{0})
-	if err != nil {
-		b.Fatalf("InitAll: %v", err)
-	}
-	c := comms[0]
-	defer c.Destroy()
+	c := benchComm(b)
 	mem, err := cuda.AllocFrom(0, []float32{1.5})
 	if err != nil {
 		b.Fatal(err)

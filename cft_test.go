@@ -262,21 +262,27 @@ func TestFakeCFTUnsupported(t *testing.T) {
 	for _, r := range []int{22803, 23007, 23100} {
 		faketest.Run(t, faketest.Env{Release: r, Extra: []string{"FAKE_NCCL_MULTIMEM=1"}}, func(t *testing.T) {
 			c := fakeComm(t, 2, 0, nil)
-			_, err := c.TeamCFT(nccl.CFTTeamFlat)
-			wantUnsupported(t, "TeamCFT", err, "ncclTeamCft", 23102)
-			_, err = c.TeamCFT(7) // the gate first, whatever the mode
+			wantCFTUnsupported(t, c, cftWindow(t, c))
+			_, err := c.TeamCFT(7) // the gate first, whatever the mode
 			wantUnsupported(t, "TeamCFT(7)", err, "ncclTeamCft", 23102)
-			_, err = c.TeamCFTMultimem()
-			wantUnsupported(t, "TeamCFTMultimem", err, "ncclTeamCftMultimem", 23102)
-			w := cftWindow(t, c)
-			_, err = w.CFTAddress(nccl.Team{NRanks: 1, Stride: 1}, 0, 0)
-			wantUnsupported(t, "CFTAddress", err, "ncclGetCftDeviceLeInfo", 23102)
-			_, err = w.CFTPeerAddress(0, 0)
-			wantUnsupported(t, "CFTPeerAddress", err, "ncclGetPeerDeviceLeInfo", 23102)
-			_, err = w.CFTMultimemAddress(0)
-			wantUnsupported(t, "CFTMultimemAddress", err, "ncclGetMultimemDeviceLeInfo", 23102)
 		})
 	}
+}
+
+// wantCFTUnsupported checks that each CFT call of c and w is refused with
+// its first release, 2.31.2 (w may be nil: the gate comes first).
+func wantCFTUnsupported(t *testing.T, c *nccl.Communicator, w *nccl.Window) {
+	t.Helper()
+	_, err := c.TeamCFT(nccl.CFTTeamFlat)
+	wantUnsupported(t, "TeamCFT", err, "ncclTeamCft", 23102)
+	_, err = c.TeamCFTMultimem()
+	wantUnsupported(t, "TeamCFTMultimem", err, "ncclTeamCftMultimem", 23102)
+	_, err = w.CFTAddress(nccl.Team{NRanks: 1, Stride: 1}, 0, 0)
+	wantUnsupported(t, "CFTAddress", err, "ncclGetCftDeviceLeInfo", 23102)
+	_, err = w.CFTPeerAddress(0, 0)
+	wantUnsupported(t, "CFTPeerAddress", err, "ncclGetPeerDeviceLeInfo", 23102)
+	_, err = w.CFTMultimemAddress(0)
+	wantUnsupported(t, "CFTMultimemAddress", err, "ncclGetMultimemDeviceLeInfo", 23102)
 }
 
 func TestCFTTeamModeString(t *testing.T) {

@@ -1,7 +1,6 @@
 package nccl_test
 
 import (
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -32,17 +31,7 @@ func TestCollConfigNoAllocationAtTheLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		call()
-		if n := testing.AllocsPerRun(1000, call); n != 0 {
-			t.Errorf("4 entries and 256 bytes of strings: %v allocations per call, want 0", n)
-		}
-		before := runtime.NumCgoCall()
-		for range 100 {
-			call()
-		}
-		if d := runtime.NumCgoCall() - before; d != 100 {
-			t.Errorf("%d cgo calls for 100 configured calls, want 100", d)
-		}
+		wantHotPath(t, "AllReduceWith (4 entries and 256 bytes of strings)", call)
 		wantFields(t, lastCollConfig(t, "ncclAllReduceConfig"), "alg="+alg)
 	})
 }

@@ -94,10 +94,7 @@ func TestGPUCollConfig(t *testing.T) {
 			}
 			for _, cl := range colls {
 				err := cl.config(cfg)
-				var ue *nccl.UnsupportedError
-				if !errors.As(err, &ue) || ue.Feature != cl.fn || ue.Since != 23100 || ue.Loaded != r {
-					t.Errorf("%sWith on %s: %v, want %s unsupported before 2.31.0", cl.name, r, err, cl.fn)
-				}
+				wantUnsupportedLoaded(t, cl.name+"With", err, cl.fn, 23100, r)
 			}
 			if err := c.AllReduceWith(nil, sb, wb, nccl.Sum, s); err != nil {
 				t.Errorf("AllReduceWith(nil) on %s: %v", r, err)

@@ -3,7 +3,6 @@ package nccl_test
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -94,17 +93,25 @@ func TestCollConfigEveryCollective(t *testing.T) {
 	}
 }
 
+// collEvent is an event on dev without timing, destroyed at the end of the
+// test.
+func collEvent(t *testing.T, dev int) *cuda.Event {
+	t.Helper()
+	ev, err := cuda.Device(dev).NewEventFlags(cuda.EventDisableTiming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ev.Destroy() })
+	return ev
+}
+
 // Every field of 2.31.2 and 2.32.3 reaches NCCL; unset ones are
 // NCCL_COLLCONFIG_INITIALIZER's values.
 func TestCollConfigFields(t *testing.T) {
 	collConfigFake(t, 23203, func(t *testing.T) {
 		c := collComm(t, 1, 0, 0)
 		b := collBuf(t, 0, f32s(4)...)
-		ev, err := cuda.Device(0).NewEventFlags(cuda.EventDisableTiming)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ev.Destroy()
+		ev := collEvent(t, 0)
 		policy := nccl.CTAPolicyEfficiency | nccl.CTAPolicyZero
 		cfg := &nccl.CollConfig{AlgSelection: "ring+LL128,^nvls", ForceAlgSelection: nccl.Ptr(false), CTAPolicy: &policy,
 			UserProfilerTag: 0x1234, LaunchCompletionEvent: ev,
@@ -161,12 +168,8 @@ func TestCollConfigFieldGates(t *testing.T) {
 	collConfigFake(t, 23102, func(t *testing.T) {
 		c := collComm(t, 1, 0, 0)
 		b := collBuf(t, 0, f32s(4)...)
-		ev, err := cuda.Device(0).NewEventFlags(cuda.EventDisableTiming)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ev.Destroy()
-		err = c.AllReduceWith(&nccl.CollConfig{LaunchCompletionEvent: ev}, b, b, nccl.Sum, cuda.Stream{})
+		ev := collEvent(t, 0)
+		err := c.AllReduceWith(&nccl.CollConfig{LaunchCompletionEvent: ev}, b, b, nccl.Sum, cuda.Stream{})
 		wantUnsupported(t, "launchCompletionEvent", err, "ncclCollConfig_t.launchCompletionEvent", 23203)
 		if !strings.Contains(fmt.Sprint(err), "requires NCCL 2.32.3, loaded 2.31.2") {
 			t.Errorf("error %q does not say what is required and loaded", err)
@@ -216,11 +219,7 @@ func TestCollConfigBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ipc.Destroy()
-		other, err := cuda.Device(1).NewEventFlags(cuda.EventDisableTiming)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Destroy()
+		other := collEvent(t, 1)
 		gone, err := cuda.Device(0).NewEventFlags(cuda.EventDisableTiming)
 		if err != nil {
 			t.Fatal(err)
@@ -338,17 +337,7 @@ func TestCollConfigHostPathCost(t *testing.T) {
 			}
 		}
 		for name, call := range map[string]func(){"AllReduce": plain, "AllReduceWith": configured} {
-			call()
-			if n := testing.AllocsPerRun(1000, call); n != 0 {
-				t.Errorf("%s: %v allocations per call, want 0", name, n)
-			}
-			before := runtime.NumCgoCall()
-			for range 100 {
-				call()
-			}
-			if d := runtime.NumCgoCall() - before; d != 100 {
-				t.Errorf("%d cgo calls for 100 %s calls, want 100", d, name)
-			}
+			wantHotPath(t, name, call)
 		}
 	})
 }

@@ -2,7 +2,6 @@ package nccl_test
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -507,17 +506,7 @@ func TestAllReduceNoAllocations(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		call() // the first call fills the caches (slow path)
-		if n := testing.AllocsPerRun(1000, call); n != 0 {
-			t.Errorf("AllReduce: %v allocations per call, want 0", n)
-		}
-		before := runtime.NumCgoCall()
-		for range 100 {
-			call()
-		}
-		if d := runtime.NumCgoCall() - before; d != 100 {
-			t.Errorf("%d cgo calls for 100 AllReduce calls, want 100", d)
-		}
+		wantHotPath(t, "AllReduce", call)
 		// A custom operator and the default stream stay on the hot path.
 		op, err := nccl.PreMulSum(c, float32(2))
 		if err != nil {

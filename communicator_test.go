@@ -162,22 +162,14 @@ func TestCommBadArguments(t *testing.T) {
 	})
 }
 
-// commAccessors calls every method of a communicator that needs a live one,
-// keyed by the method's name.
+// commAccessors calls every method of a communicator that needs a live one
+// (the property accessors of propsAccessors and these), keyed by the
+// method's name.
 func commAccessors(c *nccl.Communicator) map[string]error {
-	errs := map[string]error{}
+	errs := propsAccessors(c)
 	_, errs["NRanks"] = c.NRanks()
 	_, errs["Rank"] = c.Rank()
 	_, errs["Device"] = c.Device()
-	_, errs["CUDADevice"] = c.CUDADevice()
-	_, errs["NVMLDevice"] = c.NVMLDevice()
-	_, errs["DeviceAPISupport"] = c.DeviceAPISupport()
-	_, errs["MultimemSupport"] = c.MultimemSupport()
-	_, errs["GINType"] = c.GINType()
-	_, errs["NumLSATeams"] = c.NumLSATeams()
-	_, errs["HostRMASupport"] = c.HostRMASupport()
-	_, errs["RailedGINType"] = c.RailedGINType()
-	_, errs["Properties"] = c.Properties()
 	errs["AsyncError"] = c.AsyncError()
 	_, errs["LastError"] = c.LastError()
 	errs["Wait"] = c.Wait(context.Background())

@@ -97,12 +97,9 @@ func TestFakeConfigNVLSHostMode(t *testing.T) {
 			if got := configLines(t); !slices.Equal(got, want) {
 				t.Errorf("NCCL %s read %q, want %q", nccl.Release(r), got, want)
 			}
-			id, err := nccl.NewUniqueID()
-			if err != nil {
-				t.Fatal(err)
-			}
+			id := newFakeID(t)
 			before := faketest.Calls(t, "ncclCommInitRankConfig")
-			_, err = nccl.Init(1, 0, id, &nccl.Config{NVLSHostMode: ptrNVLS(nccl.NVLSHostDisable)})
+			_, err := nccl.Init(1, 0, id, &nccl.Config{NVLSHostMode: ptrNVLS(nccl.NVLSHostDisable)})
 			wantUnsupported(t, "NVLSHostMode on "+nccl.Release(r).String(), err, "ncclConfig_t.nvlsHostMode", 23203)
 			if want := "nccl: ncclConfig_t.nvlsHostMode: requires NCCL 2.32.3, loaded " + nccl.Release(r).String(); err == nil || err.Error() != want {
 				t.Errorf("%v, want %q (the README's example)", err, want)

@@ -160,10 +160,7 @@ func TestConfig231AcceptedByLibrary(t *testing.T) {
 			if release >= 23102 {
 				cfg.HostCFTMode = ptrCFT(nccl.HostCFTFallback)
 			}
-			id, err := nccl.NewUniqueID()
-			if err != nil {
-				t.Fatal(err)
-			}
+			id := newFakeID(t)
 			c, err := nccl.Init(1, 0, id, cfg)
 			if err != nil {
 				t.Fatalf("Init on %d: %v", release, err)
@@ -267,10 +264,7 @@ func TestConfigAcceptedByLibrary(t *testing.T) {
 		{22803, &nccl.Config{CTAPolicy: ptrPolicy(nccl.CTAPolicyZero), NChannelsPerNetPeer: nccl.Ptr(64)}},
 	} {
 		faketest.Run(t, faketest.Env{Release: tc.release}, func(t *testing.T) {
-			id, err := nccl.NewUniqueID()
-			if err != nil {
-				t.Fatal(err)
-			}
+			id := newFakeID(t)
 			c, err := nccl.Init(1, 0, id, tc.cfg)
 			if err != nil {
 				t.Fatalf("Init with %+v: %v", *tc.cfg, err)

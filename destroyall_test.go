@@ -37,6 +37,20 @@ func wantWouldHang(t *testing.T, what string, err error) {
 	}
 }
 
+// wantAllDestroyed checks that none of comms is valid any more and the fake
+// holds no communicator.
+func wantAllDestroyed(t *testing.T, comms []*nccl.Communicator) {
+	t.Helper()
+	for i, c := range comms {
+		if c.IsValid() {
+			t.Errorf("communicator %d still valid", i)
+		}
+	}
+	if n := faketest.LiveComms(t); n != 0 {
+		t.Errorf("%d communicator(s) of the fake alive; want 0", n)
+	}
+}
+
 // The rule is modelled: destroying InitAll's ranks one after the other from
 // one goroutine is what hung on 2.31.0a16; the fake reports it.
 func TestDestroyLoopWouldHangWhenFinalizeWaitsForPeers(t *testing.T) {
@@ -165,14 +179,7 @@ func TestDestroyAllMixed(t *testing.T) {
 		if err != nil {
 			t.Fatalf("DestroyAll: %v", err)
 		}
-		for i, c := range append(blocking, nb...) {
-			if c.IsValid() {
-				t.Errorf("communicator %d still valid", i)
-			}
-		}
-		if n := faketest.LiveComms(t); n != 0 {
-			t.Errorf("%d communicator(s) of the fake alive; want 0", n)
-		}
+		wantAllDestroyed(t, append(blocking, nb...))
 		if err := nccl.DestroyAll(); err != nil {
 			t.Errorf("DestroyAll(): %v", err)
 		}
@@ -189,14 +196,7 @@ func TestDestroyAllNamesFailures(t *testing.T) {
 			strings.Contains(err.Error(), "communicator 2:") || !errors.Is(err, nccl.ErrInternal) {
 			t.Fatalf("DestroyAll: %v; want the failure of communicator 1's ncclCommDestroy, named by its index", err)
 		}
-		for i, c := range comms {
-			if c.IsValid() {
-				t.Errorf("communicator %d still valid", i)
-			}
-		}
-		if n := faketest.LiveComms(t); n != 0 {
-			t.Errorf("%d communicator(s) of the fake alive; want 0", n)
-		}
+		wantAllDestroyed(t, comms)
 	})
 }
 
@@ -249,14 +249,7 @@ func TestDestroyAllContextAbortsNonBlocking(t *testing.T) {
 			!strings.Contains(err.Error(), "communicator 1:") {
 			t.Fatalf("DestroyAllContext: %v; want the deadline, for communicators 0 and 1", err)
 		}
-		for i, c := range nb {
-			if c.IsValid() {
-				t.Errorf("communicator %d still valid", i)
-			}
-		}
-		if n := faketest.LiveComms(t); n != 0 {
-			t.Errorf("%d communicator(s) of the fake alive; want 0 (aborted)", n)
-		}
+		wantAllDestroyed(t, nb)
 		// Both finalizes were issued before the first wait ended in an abort.
 		finalizes := 0
 		for _, l := range faketest.LogLines(t) {

@@ -358,10 +358,7 @@ func TestFakeDevComm231Refusals(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23100}, func(t *testing.T) {
 		c := fakeComm(t, 2, 0, nil)
 		_, err := c.CreateDevComm(&nccl.DevCommRequirements{CFTCaps: nccl.Ptr(nccl.CFTNone)})
-		var ue *nccl.UnsupportedError
-		if !errors.As(err, &ue) || ue.Feature != "ncclDevCommRequirements_t.cftCaps" || ue.Since.String() != "2.31.2" {
-			t.Errorf("cftCaps on 2.31.0: %v", err)
-		}
+		wantUnsupported(t, "cftCaps on 2.31.0", err, "ncclDevCommRequirements_t.cftCaps", 23102)
 	})
 	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
 		c := fakeComm(t, 2, 0, nil)

@@ -18,11 +18,7 @@ import (
 // the handle NCCL wrote. Run under -race.
 func TestDevResourcesConcurrent(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_MULTIMEM=1", "FAKE_NCCL_POLLS=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 2, 0, nil)
-		world, err := c.TeamWorld()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, world := fakeWorld(t, 2, 0)
 		bar, err := nccl.LSABarrierResource(world, 3)
 		if err != nil {
 			t.Fatal(err)

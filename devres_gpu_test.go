@@ -43,10 +43,7 @@ func TestGPUVersionGates(t *testing.T) {
 	c := initOne(t)
 	defer c.Destroy()
 	_, err = c.CreateDevComm(&nccl.DevCommRequirements{GINCustomStride: nccl.Ptr(2)})
-	var ue *nccl.UnsupportedError
-	if !errors.As(err, &ue) || ue.Feature != "ncclDevCommRequirements_t.ginCustomStride" || ue.Since != 23100 || ue.Loaded != r {
-		t.Errorf("NCCL %s: GINCustomStride: %v", r, err)
-	}
+	wantUnsupportedLoaded(t, "GINCustomStride", err, "ncclDevCommRequirements_t.ginCustomStride", 23100, r)
 }
 
 // A device communicator made with resources and a team on a real NCCL (one

@@ -3,6 +3,7 @@ package nccl_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -33,10 +34,7 @@ func TestFakeLLA2ACalcSlots(t *testing.T) {
 			arg        string
 		}{{-1, 8, "maxElts"}, {8, -1, "maxEltSize"}, {1 << 28, 64, "maxElts"}, {math.MaxInt32, 9, "maxElts"}, {1, math.MaxInt32, "maxEltSize"}} {
 			_, err := nccl.LLA2ACalcSlots(tc.elts, tc.size)
-			var ae *nccl.ArgError
-			if !errors.As(err, &ae) || ae.Arg != tc.arg || !errors.Is(err, nccl.ErrInvalidArgument) {
-				t.Errorf("LLA2ACalcSlots(%d, %d): %v, want an ArgError for %s", tc.elts, tc.size, err, tc.arg)
-			}
+			wantArg(t, fmt.Sprintf("LLA2ACalcSlots(%d, %d)", tc.elts, tc.size), err, tc.arg)
 		}
 		if n := faketest.Calls(t, "ncclLLA2ACalcSlots"); n != calls {
 			t.Errorf("NCCL called %d times for refused arguments", n-calls)
@@ -58,11 +56,7 @@ func TestFakeLLA2ACalcSlots(t *testing.T) {
 func TestFakeDevResources(t *testing.T) {
 	for _, r := range []int{22803, 22807, 23007, 23102} {
 		faketest.Run(t, faketest.Env{Release: r, Extra: []string{"FAKE_NCCL_POLLS=2"}}, func(t *testing.T) {
-			c := fakeComm(t, 4, 1, nil)
-			team, err := c.TeamWorld()
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, team := fakeWorld(t, 4, 1)
 			bar, err := nccl.LSABarrierResource(team, 3) // (3+4)*3*4 = 84 bytes: 1 unit
 			if err != nil {
 				t.Fatal(err)
@@ -175,11 +169,7 @@ func TestFakeDevResourceArguments(t *testing.T) {
 // the binding refuses before NCCL.
 func TestFakeTeamResources(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_MULTIMEM=1", "FAKE_NCCL_POLLS=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 2, 0, nil)
-		world, err := c.TeamWorld()
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, world := fakeWorld(t, 2, 0)
 		plain, _ := nccl.NewTeamResource(world, false)
 		mm, err := nccl.NewTeamResource(world, true)
 		if err != nil {
@@ -228,8 +218,7 @@ func TestFakeTeamResources(t *testing.T) {
 		wantArg(t, "a bad team", err, "team")
 	})
 	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
-		c := fakeComm(t, 2, 0, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 2, 0)
 		mm, _ := nccl.NewTeamResource(world, true)
 		_, err := c.CreateDevComm(&nccl.DevCommRequirements{Teams: []*nccl.TeamResource{mm}})
 		if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "Teams[0] asks for multimem") {
@@ -240,8 +229,7 @@ func TestFakeTeamResources(t *testing.T) {
 		}
 	})
 	faketest.Run(t, faketest.Env{Release: 22807, Extra: []string{"FAKE_NCCL_MULTIMEM=1"}}, func(t *testing.T) {
-		c := fakeComm(t, 2, 0, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 2, 0)
 		mm, _ := nccl.NewTeamResource(world, true)
 		d, err := c.CreateDevComm(&nccl.DevCommRequirements{Teams: []*nccl.TeamResource{mm}})
 		if err != nil {
@@ -263,11 +251,7 @@ func TestFakeTeamResources(t *testing.T) {
 func TestFakeDevResourceHandlesAfterNCCLsBarriers(t *testing.T) {
 	for _, r := range []int{22803, 22807, 22907, 23007, 23102} {
 		faketest.Run(t, faketest.Env{Release: r}, func(t *testing.T) {
-			c := fakeComm(t, 4, 1, nil)
-			team, err := c.TeamWorld()
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, team := fakeWorld(t, 4, 1)
 			bar, err := nccl.LSABarrierResource(team, 1)
 			if err != nil {
 				t.Fatal(err)

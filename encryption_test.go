@@ -2,6 +2,7 @@ package nccl_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,10 +26,7 @@ func TestFakeSetEncryption(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23203}, func(t *testing.T) {
 		for _, bad := range []string{"", strings.Repeat("k", 31), key + "\x00x"} {
 			err := nccl.SetEncryption(nccl.EncryptionConfig{PSK: bad})
-			var ae *nccl.ArgError
-			if !errors.As(err, &ae) || ae.Arg != "PSK" || !errors.Is(err, nccl.ErrInvalidArgument) {
-				t.Errorf("key of %d bytes: %v", len(bad), err)
-			}
+			wantArg(t, fmt.Sprintf("key of %d bytes", len(bad)), err, "PSK")
 		}
 		err := nccl.SetEncryption(nccl.EncryptionConfig{PSK: key})
 		var le *nccl.UnknownLayoutError

@@ -11,6 +11,20 @@ import (
 	"github.com/nccl4go/nccl/internal/faketest"
 )
 
+// ginBarrier is c's GIN barrier resource of n barriers over team.
+func ginBarrier(t *testing.T, c *nccl.Communicator, team nccl.Team, n int) *nccl.DevResource {
+	t.Helper()
+	g, err := c.GINBarrierResource(team, n)
+	if err != nil {
+		t.Fatalf("GINBarrierResource(%v, %d): %v", team, n, err)
+	}
+	return g
+}
+
+// railedOnlyGIN is a 2.30.7 fake whose communicators' GIN is railed only
+// (GIN type NONE, railed GIN type PROXY).
+var railedOnlyGIN = faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=0", "FAKE_NCCL_RAILED_GIN_TYPE=2"}}
+
 // GIN barriers (ncclGinBarrierCreateRequirement, NCCL 2.28.7) against the
 // fake NCCL, which fills the requirement as each release's
 // src/nccl_device/gin_barrier.cc does and assigns GIN signals as
@@ -31,15 +45,8 @@ func TestFakeGINBarrierResource(t *testing.T) {
 	} {
 		env := faketest.Env{Release: tc.release, Extra: []string{"FAKE_NCCL_GIN_TYPE=2", "FAKE_NCCL_RAILED_GIN_TYPE=2", "FAKE_NCCL_POLLS=2"}}
 		faketest.Run(t, env, func(t *testing.T) {
-			c := fakeComm(t, 4, 1, nil)
-			world, err := c.TeamWorld()
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := c.GINBarrierResource(world, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, world := fakeWorld(t, 4, 1)
+			g := ginBarrier(t, c, world, 3)
 			if b, n := nccl.DevResourceRequirement(g); b != tc.bufferSize || n != tc.signals {
 				t.Errorf("requirement: bufferSize %d, ginSignalCount %d; want %d, %d", b, n, tc.bufferSize, tc.signals)
 			}
@@ -50,7 +57,7 @@ func TestFakeGINBarrierResource(t *testing.T) {
 				t.Errorf("GINSignal before CreateDevComm: %v", err)
 			}
 			// Without a GIN connection, the binding refuses before NCCL.
-			_, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g}})
+			_, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g}})
 			var ae *nccl.ArgError
 			if !errors.As(err, &ae) || ae.Arg != tc.missingConn || !strings.Contains(ae.Reason, "Resources[0] is a GIN barrier") {
 				t.Errorf("a GIN barrier without GIN: %v, want an ArgError on %s", err, tc.missingConn)
@@ -61,10 +68,7 @@ func TestFakeGINBarrierResource(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			second, err := c.GINBarrierResource(world, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			second := ginBarrier(t, c, world, 1)
 			q := &nccl.DevCommRequirements{Resources: []*nccl.DevResource{lsa, g, second}, GINSignalCount: nccl.Ptr(5)}
 			tc.conn(q)
 			d, err := c.CreateDevComm(q)
@@ -109,12 +113,8 @@ func TestFakeGINBarrierResource(t *testing.T) {
 // ncclDevrCommCreateInternal).
 func TestFakeGINBarrierAfterNCCLsBarriers(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 4, 1, nil)
-		world, _ := c.TeamWorld()
-		g, err := c.GINBarrierResource(world, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, world := fakeWorld(t, 4, 1)
+		g := ginBarrier(t, c, world, 1)
 		d, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g}, GINSignalCount: nccl.Ptr(2),
 			WorldGINBarrierCount: nccl.Ptr(1), GINConnectionType: nccl.Ptr(nccl.GINConnectionFull)})
 		if err != nil {
@@ -132,14 +132,10 @@ func TestFakeGINBarrierAfterNCCLsBarriers(t *testing.T) {
 // itself (2.29.7 and later) fails with ncclInvalidArgument.
 func TestFakeGINBarrierWithoutGIN(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
-		c := fakeComm(t, 2, 0, nil)
-		world, _ := c.TeamWorld()
-		g, err := c.GINBarrierResource(world, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, world := fakeWorld(t, 2, 0)
+		g := ginBarrier(t, c, world, 1)
 		q := &nccl.DevCommRequirements{Resources: []*nccl.DevResource{g}, GINConnectionType: nccl.Ptr(nccl.GINConnectionFull)}
-		_, err = c.CreateDevComm(q)
+		_, err := c.CreateDevComm(q)
 		if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "no GPU-initiated networking") {
 			t.Errorf("without GIN: %v, want an error wrapping ErrUnsupported", err)
 		}
@@ -210,14 +206,10 @@ func TestFakeGINBarrierArguments(t *testing.T) {
 // GINConnectionRail is refused from the properties (ErrUnsupported),
 // before NCCL, as FULL alone is.
 func TestFakeGINForceEnableMeansFull(t *testing.T) {
-	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=0", "FAKE_NCCL_RAILED_GIN_TYPE=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 4, 1, nil)
-		world, _ := c.TeamWorld()
-		g, err := c.GINBarrierResource(world, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g},
+	faketest.Run(t, railedOnlyGIN, func(t *testing.T) {
+		c, world := fakeWorld(t, 4, 1)
+		g := ginBarrier(t, c, world, 1)
+		_, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g},
 			GINForceEnable: nccl.Ptr(true), GINConnectionType: nccl.Ptr(nccl.GINConnectionRail)})
 		if !errors.Is(err, nccl.ErrUnsupported) || !strings.Contains(err.Error(), "GINForceEnable") {
 			t.Errorf("GINForceEnable with GINConnectionRail on a railed-only communicator: %v, want an error wrapping ErrUnsupported that names GINForceEnable", err)
@@ -232,13 +224,9 @@ func TestFakeGINForceEnableMeansFull(t *testing.T) {
 // ncclInvalidArgument (2.30.7's ncclDevrCommCreateInternal). The fake
 // answers the same.
 func TestFakeGINRailOnly(t *testing.T) {
-	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=0", "FAKE_NCCL_RAILED_GIN_TYPE=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 4, 1, nil)
-		world, _ := c.TeamWorld()
-		g, err := c.GINBarrierResource(world, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
+	faketest.Run(t, railedOnlyGIN, func(t *testing.T) {
+		c, world := fakeWorld(t, 4, 1)
+		g := ginBarrier(t, c, world, 1)
 		d, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g},
 			GINConnectionType: nccl.Ptr(nccl.GINConnectionRail)})
 		if err != nil {
@@ -266,8 +254,7 @@ func TestFakeGINRailOnly(t *testing.T) {
 // GIN barrier listed after it starts past those signals.
 func TestFakeGINBarrierForceEnableRail(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=2", "FAKE_NCCL_RAILED_GIN_TYPE=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 4, 1, nil) // one LSA team of 4: the rail team is this rank alone
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 4, 1) // one LSA team of 4: the rail team is this rank alone
 		for _, tc := range []struct {
 			force bool
 			want  uint32
@@ -277,10 +264,7 @@ func TestFakeGINBarrierForceEnableRail(t *testing.T) {
 			{false, 2 + 1},
 			{true, 2 + 1 + 4},
 		} {
-			g, err := c.GINBarrierResource(world, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := ginBarrier(t, c, world, 1)
 			d, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{g}, GINSignalCount: nccl.Ptr(2),
 				BarrierCount: nccl.Ptr(1), GINForceEnable: nccl.Ptr(tc.force), GINConnectionType: nccl.Ptr(nccl.GINConnectionRail)})
 			if err != nil {
@@ -304,18 +288,11 @@ func TestFakeGINBarrierForceEnableRail(t *testing.T) {
 // that before NCCL.
 func TestFakeGINSignalsAddUpPastInt(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_GIN_TYPE=2"}}, func(t *testing.T) {
-		c := fakeComm(t, 4, 1, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 4, 1)
 		const n = math.MaxInt32/4 - 1 // × 4 ranks: 2^31 - 8 signals, within an int
-		a, err := c.GINBarrierResource(world, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := c.GINBarrierResource(world, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{a, b},
+		a := ginBarrier(t, c, world, n)
+		b := ginBarrier(t, c, world, n)
+		_, err := c.CreateDevComm(&nccl.DevCommRequirements{Resources: []*nccl.DevResource{a, b},
 			GINSignalCount: nccl.Ptr(math.MaxInt32), GINConnectionType: nccl.Ptr(nccl.GINConnectionFull)})
 		wantArgErr(t, err, "CreateDevComm", "DevCommRequirements.Resources[0]", "past NCCL's int")
 		noNCCLCall(t, "ncclDevCommCreate")

@@ -127,6 +127,17 @@ func fakeComm(t *testing.T, nranks, rank int, cfg *nccl.Config) *nccl.Communicat
 	return c
 }
 
+// fakeWorld is fakeComm(t, nranks, rank, nil) and its world team.
+func fakeWorld(t *testing.T, nranks, rank int) (*nccl.Communicator, nccl.Team) {
+	t.Helper()
+	c := fakeComm(t, nranks, rank, nil)
+	world, err := c.TeamWorld()
+	if err != nil {
+		t.Fatalf("TeamWorld: %v", err)
+	}
+	return c, world
+}
+
 // wantArg fails unless err is an ArgError on arg.
 func wantArg(t *testing.T, what string, err error, arg string) {
 	t.Helper()
@@ -142,6 +153,40 @@ func wantUnsupported(t *testing.T, what string, err error, fn string, since nccl
 	var ue *nccl.UnsupportedError
 	if !errors.Is(err, nccl.ErrUnsupported) || !errors.As(err, &ue) || ue.Feature != fn || ue.Since != since {
 		t.Errorf("%s: %v, want %s unsupported before %s", what, err, fn, since)
+	}
+}
+
+// wantUnsupportedLoaded is wantUnsupported that also checks the loaded
+// release and that the message names fn and since.
+func wantUnsupportedLoaded(t *testing.T, what string, err error, fn string, since, loaded nccl.Release) {
+	t.Helper()
+	var ue *nccl.UnsupportedError
+	if !errors.Is(err, nccl.ErrUnsupported) || !errors.As(err, &ue) {
+		t.Errorf("%s: %v, want an UnsupportedError", what, err)
+		return
+	}
+	if ue.Feature != fn || ue.Since != since || ue.Loaded != loaded {
+		t.Errorf("%s: %+v, want %s since %s, loaded %s", what, *ue, fn, since, loaded)
+	}
+	if !strings.Contains(err.Error(), fn) || !strings.Contains(err.Error(), since.String()) {
+		t.Errorf("%s: %q names neither %s nor %s", what, err, fn, since)
+	}
+}
+
+// wantHotPath calls call once (it fills the caches), then checks that a
+// call allocates nothing and makes exactly one cgo call.
+func wantHotPath(t *testing.T, what string, call func()) {
+	t.Helper()
+	call()
+	if n := testing.AllocsPerRun(1000, call); n != 0 {
+		t.Errorf("%s: %v allocations per call, want 0", what, n)
+	}
+	before := runtime.NumCgoCall()
+	for range 100 {
+		call()
+	}
+	if d := runtime.NumCgoCall() - before; d != 100 {
+		t.Errorf("%d cgo calls for 100 %s calls, want 100", d, what)
 	}
 }
 

@@ -713,16 +713,6 @@ func TestHookKeepsHotPath(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		call()
-		if n := testing.AllocsPerRun(1000, call); n != 0 {
-			t.Errorf("AllReduce with two hooks: %v allocations per call, want 0", n)
-		}
-		before := runtime.NumCgoCall()
-		for range 100 {
-			call()
-		}
-		if d := runtime.NumCgoCall() - before; d != 100 {
-			t.Errorf("%d cgo calls for 100 AllReduce calls with hooks, want 100", d)
-		}
+		wantHotPath(t, "AllReduce with two hooks", call)
 	})
 }

@@ -54,10 +54,7 @@ func TestHostileTeamPastInt32(t *testing.T) {
 // before it, silently naming another network or communicator.
 func TestHostileConfigStringWithNUL(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23102}, func(t *testing.T) {
-		id, err := nccl.NewUniqueID()
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := newFakeID(t)
 		for _, tc := range []struct {
 			cfg *nccl.Config
 			arg string
@@ -116,8 +113,7 @@ func TestHostileMultimemPointerForeignWindow(t *testing.T) {
 // A nil *Window answers MultimemPointerFor with an error, not a panic.
 func TestHostileMultimemPointerNilWindow(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007, Extra: []string{"FAKE_NCCL_MULTIMEM=1"}}, func(t *testing.T) {
-		a := fakeComm(t, 2, 0, nil)
-		world, _ := a.TeamWorld()
+		a, world := fakeWorld(t, 2, 0)
 		mm, _ := nccl.NewTeamResource(world, true)
 		d, err := a.CreateDevComm(&nccl.DevCommRequirements{Teams: []*nccl.TeamResource{mm}})
 		if err != nil {
@@ -135,8 +131,7 @@ func TestHostileMultimemPointerNilWindow(t *testing.T) {
 // requirement", "an LLA2A requirement", "a team requirement".
 func TestHostileResourceReuseMessage(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23007}, func(t *testing.T) {
-		c := fakeComm(t, 2, 0, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 2, 0)
 		bar, _ := nccl.LSABarrierResource(world, 1)
 		a2a, _ := nccl.LLA2AResource(1, 1)
 		team, _ := nccl.NewTeamResource(world, false)
@@ -260,8 +255,7 @@ func TestHostileResourceCMemoryFreed(t *testing.T) {
 		}
 		base := settle(0)
 		func() {
-			c := fakeComm(t, 2, 0, nil)
-			world, _ := c.TeamWorld()
+			c, world := fakeWorld(t, 2, 0)
 			for range 10 {
 				// never used
 				if _, err := nccl.LSABarrierResource(world, 2); err != nil {
@@ -313,10 +307,7 @@ func TestHostileCountPastIntMessage(t *testing.T) {
 		b := nccl.BufferOf(buf)
 		err := c.AllReduceWith(&nccl.CollConfig{MinCTAs: nccl.Ptr(1 << 40)}, b, b, nccl.Sum, cuda.Stream{})
 		wantArgErr(t, err, "AllReduceWith", "CollConfig.MinCTAs", "at most 2147483647")
-		id, err := nccl.NewUniqueID()
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := newFakeID(t)
 		_, err = nccl.Init(1, 0, id, &nccl.Config{NVLSCTAs: nccl.Ptr(1 << 40)})
 		wantArgErr(t, err, "Init", "Config.NVLSCTAs", "at most 2147483647")
 	})
@@ -374,8 +365,7 @@ func TestHostileResourceCountWrapsAround(t *testing.T) {
 		wantArgErr(t, err, "LSABarrierResource", "nBarriers", "past NCCL's int")
 		_, err = nccl.LLA2AResource(1<<60, 1) // 2^60 × 3 × 16: a multiple of 2^64
 		wantArgErr(t, err, "LLA2AResource", "nBlocks", "past NCCL's int")
-		c := fakeComm(t, 4, 1, nil)
-		world, _ := c.TeamWorld()
+		c, world := fakeWorld(t, 4, 1)
 		_, err = c.GINBarrierResource(world, 1<<62) // 4 × 2^62 = 2^64
 		wantArgErr(t, err, "GINBarrierResource", "nBarriers", "past NCCL's int")
 		for _, fn := range []string{"ncclLsaBarrierCreateRequirement", "ncclLLA2ACreateRequirement", "ncclGinBarrierCreateRequirement"} {

@@ -15,16 +15,6 @@ import (
 // (ncclCommProperties_t of NCCL's nccl.h, 2.29.2 through 2.30.7, and the
 // version rules of src/init.cc).
 
-func propsComm(t *testing.T) *nccl.Communicator {
-	t.Helper()
-	c, err := nccl.Init(1, 0, newFakeID(t), &nccl.Config{Device: nccl.Ptr(1)})
-	if err != nil {
-		t.Fatalf("Init: %v", err)
-	}
-	t.Cleanup(func() { c.Destroy() })
-	return c
-}
-
 // propsAccessors calls every property accessor.
 func propsAccessors(c *nccl.Communicator) map[string]error {
 	errs := map[string]error{}
@@ -45,27 +35,12 @@ func propsAccessors(c *nccl.Communicator) map[string]error {
 	return errs
 }
 
-func wantUnsupportedProp(t *testing.T, what string, err error, fn string, since, loaded nccl.Release) {
-	t.Helper()
-	var ue *nccl.UnsupportedError
-	if !errors.Is(err, nccl.ErrUnsupported) || !errors.As(err, &ue) {
-		t.Errorf("%s: %v, want an UnsupportedError", what, err)
-		return
-	}
-	if ue.Feature != fn || ue.Since != since || ue.Loaded != loaded {
-		t.Errorf("%s: %+v, want %s since %s, loaded %s", what, *ue, fn, since, loaded)
-	}
-	if !strings.Contains(err.Error(), fn) || !strings.Contains(err.Error(), since.String()) {
-		t.Errorf("%s: %q names neither %s nor %s", what, err, fn, since)
-	}
-}
-
 func TestPropertiesBefore2292(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 22803}, func(t *testing.T) {
-		c := propsComm(t)
+		c := collComm(t, 1, 0, 1)
 		for round := 0; round < 2; round++ {
 			for name, err := range propsAccessors(c) {
-				wantUnsupportedProp(t, name, err, "ncclCommQueryProperties", 22902, 22803)
+				wantUnsupportedLoaded(t, name, err, "ncclCommQueryProperties", 22902, 22803)
 			}
 		}
 		// The identity does not need the properties.
@@ -82,7 +57,7 @@ func TestPropertiesBefore2292(t *testing.T) {
 // fields are unsupported.
 func TestProperties2292(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 22902, Extra: []string{"FAKE_NCCL_GIN_TYPE=3"}}, func(t *testing.T) {
-		c := propsComm(t)
+		c := collComm(t, 1, 0, 1)
 		p, err := c.Properties()
 		if err != nil {
 			t.Fatalf("Properties: %v", err)
@@ -108,11 +83,11 @@ func TestProperties2292(t *testing.T) {
 			t.Errorf("MultimemSupport = %v, %v", ok, err)
 		}
 		_, err = c.NumLSATeams()
-		wantUnsupportedProp(t, "NumLSATeams", err, "ncclCommProperties_t.nLsaTeams", 22907, 22902)
+		wantUnsupportedLoaded(t, "NumLSATeams", err, "ncclCommProperties_t.nLsaTeams", 22907, 22902)
 		_, err = c.HostRMASupport()
-		wantUnsupportedProp(t, "HostRMASupport", err, "ncclCommProperties_t.hostRmaSupport", 22907, 22902)
+		wantUnsupportedLoaded(t, "HostRMASupport", err, "ncclCommProperties_t.hostRmaSupport", 22907, 22902)
 		_, err = c.RailedGINType()
-		wantUnsupportedProp(t, "RailedGINType", err, "ncclCommProperties_t.railedGinType", 22907, 22902)
+		wantUnsupportedLoaded(t, "RailedGINType", err, "ncclCommProperties_t.railedGinType", 22907, 22902)
 		// JSON shows the unknown fields as null.
 		b, err := json.Marshal(p)
 		if err != nil || !strings.Contains(string(b), `"num_lsa_teams":null`) || !strings.Contains(string(b), `"gin_type":"NCCL_GIN_TYPE_GDAKI"`) {
@@ -144,7 +119,7 @@ func TestPropertiesAllFields(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			faketest.Run(t, faketest.Env{Release: tc.release, Version: tc.version, Extra: extra}, func(t *testing.T) {
-				c := propsComm(t)
+				c := collComm(t, 1, 0, 1)
 				p, err := c.Properties()
 				if err != nil {
 					t.Fatalf("Properties: %v", err)
@@ -217,7 +192,7 @@ func TestPropertiesAllFields(t *testing.T) {
 					t.Errorf("accessors: %#x %d %s %s %d", hash, stride, conn, set, size)
 				}
 				if tc.release < 23100 && tc.version == 0 {
-					wantUnsupportedProp(t, "CommHash", err1, "ncclCommProperties_t.commHash", 23100, nccl.Release(tc.release))
+					wantUnsupportedLoaded(t, "CommHash", err1, "ncclCommProperties_t.commHash", 23100, nccl.Release(tc.release))
 				}
 				if tc.v231 {
 					*p.CommHash, *p.GINSupport = 0, 0
@@ -234,7 +209,7 @@ func TestPropertiesAllFields(t *testing.T) {
 // (on 2.31.2, where every accessor has its field).
 func TestPropertiesQueriedOnce(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 23102}, func(t *testing.T) {
-		c := propsComm(t)
+		c := collComm(t, 1, 0, 1)
 		for range 3 {
 			for name, err := range propsAccessors(c) {
 				if err != nil {
@@ -245,7 +220,7 @@ func TestPropertiesQueriedOnce(t *testing.T) {
 		if n := faketest.Calls(t, "ncclCommQueryProperties"); n != 1 {
 			t.Errorf("ncclCommQueryProperties called %d times for one communicator, want 1", n)
 		}
-		other := propsComm(t)
+		other := collComm(t, 1, 0, 1)
 		if _, err := other.GINType(); err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +230,7 @@ func TestPropertiesQueriedOnce(t *testing.T) {
 	})
 	// A failed query is not cached as an answer: it is asked again.
 	faketest.Run(t, faketest.Env{Extra: []string{"FAKE_NCCL_FAIL=ncclCommQueryProperties=3@1"}}, func(t *testing.T) {
-		c := propsComm(t)
+		c := collComm(t, 1, 0, 1)
 		_, err := c.GINType()
 		var ne *nccl.Error
 		if !errors.As(err, &ne) || ne.Code != nccl.InternalError || !strings.Contains(ne.Detail, "ncclCommQueryProperties") {

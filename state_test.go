@@ -46,14 +46,7 @@ func callAll(c *nccl.Communicator) map[string]error {
 // refuses.
 func TestStateErrorOpIsMethodName(t *testing.T) {
 	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
-		id, err := nccl.NewUniqueID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		destroyed, err := nccl.Init(1, 0, id, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		destroyed := rawComm(t)
 		if err := destroyed.Destroy(); err != nil {
 			t.Fatal(err)
 		}

@@ -192,16 +192,7 @@ func TestGPUCFT(t *testing.T) {
 	defer c.Destroy()
 	flat, err := c.TeamCFT(nccl.CFTTeamFlat)
 	if r < 23102 {
-		wantUnsupported(t, "TeamCFT", err, "ncclTeamCft", 23102)
-		_, err = c.TeamCFTMultimem()
-		wantUnsupported(t, "TeamCFTMultimem", err, "ncclTeamCftMultimem", 23102)
-		var w *nccl.Window // the gate comes first
-		_, err = w.CFTAddress(nccl.Team{NRanks: 1, Stride: 1}, 0, 0)
-		wantUnsupported(t, "CFTAddress", err, "ncclGetCftDeviceLeInfo", 23102)
-		_, err = w.CFTPeerAddress(0, 0)
-		wantUnsupported(t, "CFTPeerAddress", err, "ncclGetPeerDeviceLeInfo", 23102)
-		_, err = w.CFTMultimemAddress(0)
-		wantUnsupported(t, "CFTMultimemAddress", err, "ncclGetMultimemDeviceLeInfo", 23102)
+		wantCFTUnsupported(t, c, nil)
 		return
 	}
 	one := nccl.Team{NRanks: 1, Rank: 0, Stride: 1}

@@ -59,12 +59,8 @@ func TestTeams(t *testing.T) {
 
 func TestTeamsBadInput(t *testing.T) {
 	faketest.Run(t, faketest.Env{}, func(t *testing.T) {
-		c := fakeComm(t, 4, 1, nil)
-		world, err := c.TeamWorld()
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = c.TeamRankToWorld(world, 4)
+		c, world := fakeWorld(t, 4, 1)
+		_, err := c.TeamRankToWorld(world, 4)
 		wantArgErr(t, err, "TeamRankToWorld", "rank", "outside the team's 4 members")
 		_, err = c.TeamRankToWorld(world, -1)
 		wantArgErr(t, err, "TeamRankToWorld", "rank")

@@ -18,12 +18,8 @@ import (
 func TestFakeMissingFunctionsOfNewRelease(t *testing.T) {
 	faketest.Run(t, faketest.Env{Release: 22602, Version: 23007, Extra: []string{"FAKE_NCCL_HOST_RMA=1"}}, func(t *testing.T) {
 		c := fakeComm(t, 2, 0, nil)
-		buf, err := nccl.MemAlloc[float32](0, 1024)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer buf.Free()
-		_, err = c.RegisterWindow(nccl.BufferOf(buf), nccl.WindowCollSymmetric)
+		buf := mustMemAlloc[float32](t, 0, 1024)
+		_, err := c.RegisterWindow(nccl.BufferOf(buf), nccl.WindowCollSymmetric)
 		wantUnsupported(t, "RegisterWindow", err, "ncclCommWindowRegister", 22703)
 		_, err = c.CreateDevComm(nil)
 		wantUnsupported(t, "CreateDevComm", err, "ncclDevCommCreate", 22803)
@@ -39,7 +35,7 @@ func TestFakeMissingFunctionsOfNewRelease(t *testing.T) {
 func TestFakePropertiesFieldsOfTable(t *testing.T) {
 	for _, r := range []int{22902, faketest.DefaultRelease} {
 		faketest.Run(t, faketest.Env{Release: r}, func(t *testing.T) {
-			p, err := propsComm(t).Properties()
+			p, err := collComm(t, 1, 0, 1).Properties()
 			if err != nil {
 				t.Fatal(err)
 			}

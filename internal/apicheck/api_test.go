@@ -6,7 +6,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,29 +135,22 @@ func (S[E]) Len() int { return 0 }
 // hold an importable, non-internal package: not internal/, testdata/,
 // examples/ or a main package.
 func publicPackages(root string) ([]string, error) {
+	all, err := goDirs(root, "internal", "examples")
+	if err != nil {
+		return nil, err
+	}
 	var dirs []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, dir := range all {
+		name, err := packageName(dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if !d.IsDir() {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, path)
-		base := d.Name()
-		if rel != "." && (base == "internal" || base == "testdata" || base == "examples" || strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_")) {
-			return filepath.SkipDir
-		}
-		name, err := packageName(path)
-		if err != nil {
-			return err
-		}
-		if name != "" && name != "main" {
+		if name != "main" {
+			rel, _ := filepath.Rel(root, dir)
 			dirs = append(dirs, rel)
 		}
-		return nil
-	})
-	return dirs, err
+	}
+	return dirs, nil
 }
 
 // packageName is the package of the non-test Go files in dir ("" for none).

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,8 +90,9 @@ func F() { _ = strings.Cut }
 	}
 }
 
-// goDirs lists the module's directories holding non-test Go files.
-func goDirs(root string) ([]string, error) {
+// goDirs lists the module's directories holding non-test Go files, but
+// for testdata, hidden ones and those named in skip (with what they hold).
+func goDirs(root string, skip ...string) ([]string, error) {
 	var dirs []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -100,7 +102,7 @@ func goDirs(root string) ([]string, error) {
 			return nil
 		}
 		base := d.Name()
-		if p != root && (base == "testdata" || strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_")) {
+		if p != root && (base == "testdata" || slices.Contains(skip, base) || strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_")) {
 			return filepath.SkipDir
 		}
 		files, err := goFiles(p)

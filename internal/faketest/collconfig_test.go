@@ -11,7 +11,8 @@ import (
 
 // The fake NCCL's per-collective configuration (ncclCollConfig_t and the
 // eight nccl*Config collectives, 2.31), driven from C
-// (testdata/collconfig_probe.c): the binding does not call them yet. The
+// (testdata/collconfig_probe.c) with structs the binding never sends
+// (sizes and versions that do not match, bad magic). The
 // rules are those of STyGIANet/nccl 2.31.0a16 src/config/collconfig.cc;
 // the layouts those of nccl4py's bindings of 2.31.2 (64 bytes) and of the
 // 2.32.3 documentation (72 bytes, launchCompletionEvent).

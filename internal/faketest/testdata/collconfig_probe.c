@@ -1,5 +1,5 @@
 // collconfig_probe: drives the fake NCCL's nccl*Config collectives from C,
-// for faketest's TestFakeCollConfig (the binding does not call them yet).
+// for faketest's TestFakeCollConfig, with structs the binding never sends.
 // It opens the fake CUDA driver and NCCL named by NCCL4GO_CUDA_LIBRARY and
 // NCCL_LIBRARY, creates a one-rank communicator on device 0 and, for each
 // argument, calls ncclAllReduceConfig with count 0 and prints the result:

@@ -287,16 +287,32 @@ static int fail(int code, const char *fn, const char *fmt, ...) {
 	return code;
 }
 
-static void trace(const char *fn) {
-	if (knob.log_fd < 0) {
-		return;
+// log_write writes k bytes of line (at most size - 1: what snprintf
+// would have written) to FAKE_NCCL_LOG, best effort.
+static void log_write(const char *line, int k, size_t size) {
+	if (k > (int)size - 1) {
+		k = (int)size - 1;
 	}
-	char line[128];
-	int n = snprintf(line, sizeof line, "%s\n", fn);
-	if (write(knob.log_fd, line, (size_t)n) < 0) {
+	if (knob.log_fd >= 0 && k > 0 && write(knob.log_fd, line, (size_t)k) < 0) {
 		// nothing to do: the log is best effort
 	}
 }
+
+// log_line writes one printf-formatted line (at most 511 bytes) to
+// FAKE_NCCL_LOG.
+__attribute__((format(printf, 1, 2))) static void log_line(const char *fmt, ...) {
+	if (knob.log_fd < 0) {
+		return;
+	}
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	log_write(line, k, sizeof line);
+}
+
+static void trace(const char *fn) { log_line("%s\n", fn); }
 
 // injected returns the code FAKE_NCCL_FAIL makes fn return, or 0.
 static int injected(const char *fn) {
@@ -1168,14 +1184,10 @@ static void config_log(const char *fn, size_t sent, const struct raw_config *c, 
 	if (knob.log_fd < 0) {
 		return;
 	}
-	char h[16] = "-", n[16] = "-", line[256];
+	char h[16] = "-", n[16] = "-";
 	if (v >= 23102) snprintf(h, sizeof h, "%d", c->hostCftMode); // 2.31.0a16 has padding there
 	if (v >= 23203) snprintf(n, sizeof n, "%d", c->nvlsHostMode);
-	int k = snprintf(line, sizeof line, "config %s size=%zu version=%u hostCftMode=%s nvlsHostMode=%s\n", fn, sent,
-			 c->version, h, n);
-	if (write(knob.log_fd, line, (size_t)k) < 0) {
-		// best effort, as trace
-	}
+	log_line("config %s size=%zu version=%u hostCftMode=%s nvlsHostMode=%s\n", fn, sent, c->version, h, n);
 }
 
 // parse_config is NCCL's parseCommConfig for the reported release: clamp the
@@ -2204,16 +2216,7 @@ HELPER struct window *lookup_window(const void *h) {
 // NCCL_WIN_STRICT_ORDERING 0x2, and from 2.32.3 NCCL_WIN_GIN_ONLY 0x4 and
 // NCCL_WIN_CFT_COUNTED 0x8; the fake keeps the flags without acting on
 // them).
-static void win_log(const char *fn, int flags) {
-	if (knob.log_fd < 0) {
-		return;
-	}
-	char line[128];
-	int k = snprintf(line, sizeof line, "window %s flags=0x%x\n", fn, (unsigned)flags);
-	if (write(knob.log_fd, line, (size_t)k) < 0) {
-		// best effort, as trace
-	}
-}
+static void win_log(const char *fn, int flags) { log_line("window %s flags=0x%x\n", fn, (unsigned)flags); }
 
 // ncclCommWindowRegister: the window is written when the registration
 // completes (at the end of a group, or when a non-blocking communicator's
@@ -3688,30 +3691,24 @@ EXPORT int ncclParamGetStr(void *h, const char **out) {
 EXPORT int ncclParamGet(void *h, void *out, int maxLen, int *len) {
 	ENTER("ncclParamGet");
 	struct fparam *p = param_handle(h);
-	if (!p || !out) {
+	if (!p || !out || !len || maxLen <= 0) {
 		return ncclInvalidArgument;
-	}
-	if (!len || maxLen <= 0) {
-		return ncclInvalidArgument;
-	}
-	if (p->type == PT_CSTR) {
-		const char *s = param_text(p);
-		int n = (int)strlen(s ? s : "") + 1;
-		if (n > maxLen) {
-			*len = 0;
-			return ncclInvalidArgument;
-		}
-		memcpy(out, s ? s : "", (size_t)n);
-		*len = n;
-		return ncclSuccess;
 	}
 	unsigned char bits[8];
-	int n = param_bits(p, bits);
+	const void *src = bits;
+	int n;
+	if (p->type == PT_CSTR) {
+		const char *s = param_text(p);
+		src = s ? s : "";
+		n = (int)strlen(src) + 1;
+	} else {
+		n = param_bits(p, bits);
+	}
 	if (n > maxLen) {
 		*len = 0;
 		return ncclInvalidArgument;
 	}
-	memcpy(out, bits, (size_t)n);
+	memcpy(out, src, (size_t)n);
 	*len = n;
 	return ncclSuccess;
 }
@@ -3864,10 +3861,7 @@ static void coll_config_log(const void *cfg, const char *fn) {
 		e = next;
 	}
 	k += snprintf(line + k, sizeof line - (size_t)k, "]\n");
-	if (k > (int)sizeof line - 1) k = (int)sizeof line - 1;
-	if (write(knob.log_fd, line, (size_t)k) < 0) {
-		// best effort, as trace
-	}
+	log_write(line, k, sizeof line);
 }
 
 // NCCL copies a config struct but not what its pointers reach, and plans
@@ -3893,14 +3887,9 @@ static void coll_config_keep(const void *cfg, const char *fn) {
 }
 
 static void coll_config_group_end(void) {
-	for (int i = 0; i < ngrouped_cfg && knob.log_fd >= 0; i++) {
-		char line[512];
+	for (int i = 0; i < ngrouped_cfg; i++) {
 		const char *alg = grouped_cfg[i].alg;
-		int k = snprintf(line, sizeof line, "collconfig-groupend %s alg=%.200s\n", grouped_cfg[i].fn, alg ? alg : "NULL");
-		if (k > (int)sizeof line - 1) k = (int)sizeof line - 1;
-		if (write(knob.log_fd, line, (size_t)k) < 0) {
-			// best effort, as trace
-		}
+		log_line("collconfig-groupend %s alg=%.200s\n", grouped_cfg[i].fn, alg ? alg : "NULL");
 	}
 	ngrouped_cfg = 0;
 }
