@@ -395,7 +395,7 @@ func (c *Communicator) pollState(op string) (int32, capi.Status, error) {
 	defer c.mu.Unlock()
 	state, st := c.asyncErrorLocked(ptr) // record.go
 	if state == 0 && st.Code == 0 && c.life.pendingRes > 0 {
-		c.settleResourcesLocked() // resource.go
+		c.settleResourcesLocked() // pending.go
 	}
 	return state, st, nil
 }
