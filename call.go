@@ -368,8 +368,8 @@ func (c *Communicator) wait(ctx context.Context, op string) error {
 
 // asyncOutcome reads one poll of ncclCommGetAsyncError (state, and st, the
 // call's own status): done once the communicator's work is over, with err
-// the failure that broke it (nil when idle and healthy). Every poll of the
-// package reads its answer here.
+// the failure that broke it (nil when idle and healthy). The waits,
+// AsyncError and the outcome of a pending child read their answer here.
 func asyncOutcome(op string, state int32, st capi.Status) (done bool, err error) {
 	if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
 		return true, err
