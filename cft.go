@@ -109,7 +109,7 @@ func (c *Communicator) teamCFT(op string, mode CFTTeamMode) (Team, error) {
 	if raw.NRanks <= 0 {
 		return Team{}, nil
 	}
-	return Team{NRanks: int(raw.NRanks), Rank: int(raw.Rank), Stride: int(raw.Stride)}, nil
+	return teamOf(raw), nil
 }
 
 // CFTAddress is where a kernel's CFT operations find a byte of a window: a
@@ -155,7 +155,7 @@ func (w *Window) CFTAddress(team Team, peer int, offsetBytes uint64) (CFTAddress
 	if i := int64(flat.Rank) + int64(peer-team.Rank)*int64(team.Stride); i < 0 || i >= int64(flat.NRanks) {
 		return CFTAddress{}, argErr(op, "team", "%v, member %d: CFT rank %d, outside this rank's flat CFT team %v: not a CFT team of this rank", team, peer, i, flat)
 	}
-	t := capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}
+	t := team.raw()
 	return w.cftQuery(op, "ncclGetCftDeviceLeInfo", func(win uintptr) (uint32, uint64, capi.Status) {
 		return capi.GetCftDeviceLeInfo(win, offsetBytes, peer, t)
 	})

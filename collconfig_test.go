@@ -392,3 +392,53 @@ func TestCollConfigLargeExt(t *testing.T) {
 		}
 	})
 }
+
+// The ...With methods hand NCCL the reduction and the root of their
+// collective in the right argument (the shim's one call site serves all
+// eight): a PreMulSum by 2 scales on one rank (the fake's one-rank path),
+// and a non-root rank of a Gather (Scatter) needs no receive (send)
+// buffer: the fake checks it only at the root it was given. (Broadcast's
+// root is not observable here: off the root the binding passes recv as
+// send, which the fake accepts either way.)
+func TestCollConfigOpAndRootReachNCCL(t *testing.T) {
+	collConfigFake(t, 23100, func(t *testing.T) {
+		c := collComm(t, 1, 0, 0)
+		op, err := nccl.PreMulSum(c, float32(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := &nccl.CollConfig{MinCTAs: nccl.Ptr(2)}
+		for name, call := range map[string]func(send, recv nccl.Buffer) error{
+			"AllReduceWith": func(send, recv nccl.Buffer) error { return c.AllReduceWith(cfg, send, recv, op.Op(), cuda.Stream{}) },
+			"ReduceWith":    func(send, recv nccl.Buffer) error { return c.ReduceWith(cfg, send, recv, op.Op(), 0, cuda.Stream{}) },
+			"ReduceScatterWith": func(send, recv nccl.Buffer) error {
+				return c.ReduceScatterWith(cfg, send, recv, op.Op(), cuda.Stream{})
+			},
+		} {
+			recv := collSlice(t, 0, make([]float32, 2)...)
+			if err := call(collBuf(t, 0, float32(1.5), -3), nccl.BufferOf(recv)); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			got := make([]float32, 2)
+			if err := recv.CopyToHost(got); err != nil {
+				t.Fatal(err)
+			}
+			if got[0] != 3 || got[1] != -6 {
+				t.Errorf("%s with PreMulSum(2) of [1.5 -3] on one rank: %v, want [3 -6]", name, got)
+			}
+		}
+	})
+	collConfigFake(t, 23100, func(t *testing.T) {
+		c := collComm(t, 2, 0, 0)
+		cfg := &nccl.CollConfig{MinCTAs: nccl.Ptr(2)}
+		one := collBuf(t, 0, f32s(4)...)
+		for name, call := range map[string]func() error{
+			"GatherWith":  func() error { return c.GatherWith(cfg, one, nccl.Buffer{}, 1, cuda.Stream{}) },
+			"ScatterWith": func() error { return c.ScatterWith(cfg, nccl.Buffer{}, one, 1, cuda.Stream{}) },
+		} {
+			if err := call(); err != nil {
+				t.Errorf("%s on rank 0 with root 1, no buffer where only the root needs one: %v", name, err)
+			}
+		}
+	})
+}

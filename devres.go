@@ -102,13 +102,19 @@ func newDevResource(kind string) *DevResource {
 	return r
 }
 
+// notATeam is the error of a resource's team that is not one (valid's
+// rules).
+func notATeam(op string, team Team) error {
+	return argErr(op, "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
+}
+
 // checkBarriers checks a barrier resource's arguments: a valid team, at
 // least one barrier, and nBarriers × perBarrier (words or signals) within
 // NCCL's int (tooMany says what is past it).
 func checkBarriers(op string, team Team, nBarriers, perBarrier int, tooMany string) error {
 	switch {
 	case !team.valid():
-		return argErr(op, "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
+		return notATeam(op, team)
 	case nBarriers < 1:
 		return argErr(op, "nBarriers", "%d: at least 1", nBarriers)
 	case nBarriers > 1<<31-1 || uint64(nBarriers)*uint64(perBarrier) > 1<<31-1: // the first bound keeps the product from wrapping
@@ -131,7 +137,7 @@ func LSABarrierResource(team Team, nBarriers int) (*DevResource, error) {
 		return nil, err
 	}
 	r := newDevResource(kindLSABarrier)
-	t := capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}
+	t := team.raw()
 	if st := capi.LSABarrierRequirement(t, int32(nBarriers), r.mem); st != 0 {
 		return nil, statusErr(op, "ncclLsaBarrierCreateRequirement", capi.Status{Code: st})
 	}
@@ -208,7 +214,7 @@ func (c *Communicator) GINBarrierResource(team Team, nBarriers int) (*DevResourc
 	}
 	r := newDevResource(kindGINBarrier)
 	r.owner = c
-	t := capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}
+	t := team.raw()
 	err = c.call(context.Background(), completed, op, "ncclGinBarrierCreateRequirement", takeLive, nil, func(ptr uintptr) (capi.Status, error) {
 		return capi.Status{Code: capi.GINBarrierRequirement(ptr, t, int32(nBarriers), r.mem)}, nil
 	})
@@ -406,10 +412,10 @@ type TeamResource struct {
 // communicator it is passed to needs NCCL 2.28.3.
 func NewTeamResource(team Team, multimem bool) (*TeamResource, error) {
 	if !team.valid() {
-		return nil, argErr("NewTeamResource", "team", "%+v: not a team (NRanks and Stride at least 1, Rank in [0, NRanks), (NRanks-1)×Stride below 2^31-1)", team)
+		return nil, notATeam("NewTeamResource", team)
 	}
 	t := &TeamResource{served: served{kind: "team"}, team: team, multimem: multimem,
-		mem: capi.NewTeamResource(capi.Team{NRanks: int32(team.NRanks), Rank: int32(team.Rank), Stride: int32(team.Stride)}, multimem)}
+		mem: capi.NewTeamResource(team.raw(), multimem)}
 	runtime.AddCleanup(t, func(m capi.TeamResource) { m.Free() }, t.mem)
 	return t, nil
 }

@@ -76,7 +76,7 @@ func (c *Communicator) team(op, fn string, s capi.Sym, which int, tk take) (Team
 	if err != nil {
 		return Team{}, err
 	}
-	t := Team{NRanks: int(raw.NRanks), Rank: int(raw.Rank), Stride: int(raw.Stride)}
+	t := teamOf(raw)
 	if t.NRanks <= 0 {
 		return Team{}, emptyTeam(op, fn)
 	}
@@ -99,7 +99,7 @@ func (c *Communicator) teamRankTo(op, fn string, s capi.Sym, toLSA bool, t Team,
 	}
 	var out int
 	err := c.call(context.Background(), completed, op, fn, tk, nil, func(ptr uintptr) (capi.Status, error) {
-		raw := capi.Team{NRanks: int32(t.NRanks), Rank: int32(t.Rank), Stride: int32(t.Stride)}
+		raw := t.raw()
 		var r int32
 		out, r = capi.TeamRankTo(toLSA, ptr, raw, rank)
 		return capi.Status{Code: r}, nil
@@ -136,6 +136,16 @@ func (c *Communicator) teamRankTo(op, fn string, s capi.Sym, toLSA bool, t Team,
 func (t Team) valid() bool {
 	return t.NRanks >= 1 && t.NRanks <= maxInt32 && t.Stride >= 1 && t.Stride <= maxInt32 &&
 		t.Rank >= 0 && t.Rank < t.NRanks && uint64(t.NRanks-1)*uint64(t.Stride) < uint64(maxInt32)
+}
+
+// raw is t as the shim passes it (valid: its fields fit NCCL's int).
+func (t Team) raw() capi.Team {
+	return capi.Team{NRanks: int32(t.NRanks), Rank: int32(t.Rank), Stride: int32(t.Stride)}
+}
+
+// teamOf is the Team of a capi.Team NCCL returned.
+func teamOf(raw capi.Team) Team {
+	return Team{NRanks: int(raw.NRanks), Rank: int(raw.Rank), Stride: int(raw.Stride)}
 }
 
 // checkTeam refuses what NCCL would compute garbage from.

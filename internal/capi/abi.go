@@ -88,22 +88,6 @@ func (c *Config) c() *C.capi_config_v23203 {
 // the layout of family: PropsV22902 (40 bytes), PropsV22907 (56 bytes) or
 // PropsV23100 (144 bytes).
 func CommQueryProperties(comm uintptr, version uint32, family int) (Props, Status) {
-	if family == PropsV23100 {
-		raw := C.capi_props_v23100{size: C.sizeof_capi_props_v23100, magic: APIMagic, version: C.uint(version)}
-		st := QueryProperties(comm, unsafe.Pointer(&raw))
-		p := Props{
-			Rank: int32(raw.rank), NRanks: int32(raw.nRanks), CUDADev: int32(raw.cudaDev), NVMLDev: int32(raw.nvmlDev),
-			DeviceAPISupport: raw.deviceApiSupport != 0, MultimemSupport: raw.multimemSupport != 0,
-			GINType: int32(raw.ginType), NLsaTeams: int32(raw.nLsaTeams), HostRMASupport: raw.hostRmaSupport != 0,
-			RailedGINType: int32(raw.railedGinType), CommHash: uint64(raw.commHash),
-			GINMinStride: int32(raw.ginMinStride), GINConnectionType: int32(raw.ginConnectionType),
-			DevCommRuntimeVersionSize: uint64(raw.devCommRuntimeVersionSize),
-		}
-		for i := range p.GINSupport {
-			p.GINSupport[i] = raw.ginSupport[i] != 0
-		}
-		return p, st
-	}
 	if family == PropsV22902 {
 		raw := C.capi_props_v22902{size: C.sizeof_capi_props_v22902, magic: APIMagic, version: C.uint(version)}
 		st := QueryProperties(comm, unsafe.Pointer(&raw))
@@ -113,14 +97,28 @@ func CommQueryProperties(comm uintptr, version uint32, family int) (Props, Statu
 			GINType: int32(raw.ginType),
 		}, st
 	}
-	raw := C.capi_props_v22907{size: C.sizeof_capi_props_v22907, magic: APIMagic, version: C.uint(version)}
+	// 2.29.7's layout is the prefix of 2.31.0's up to railedGinType.
+	raw := C.capi_props_v23100{magic: APIMagic, version: C.uint(version)}
+	raw.size = C.size_t(unsafe.Offsetof(raw.commHash))
+	if family == PropsV23100 {
+		raw.size = C.sizeof_capi_props_v23100
+	}
 	st := QueryProperties(comm, unsafe.Pointer(&raw))
-	return Props{
+	p := Props{
 		Rank: int32(raw.rank), NRanks: int32(raw.nRanks), CUDADev: int32(raw.cudaDev), NVMLDev: int32(raw.nvmlDev),
 		DeviceAPISupport: raw.deviceApiSupport != 0, MultimemSupport: raw.multimemSupport != 0,
 		GINType: int32(raw.ginType), NLsaTeams: int32(raw.nLsaTeams), HostRMASupport: raw.hostRmaSupport != 0,
 		RailedGINType: int32(raw.railedGinType),
-	}, st
+	}
+	if family == PropsV23100 {
+		p.CommHash = uint64(raw.commHash)
+		p.GINMinStride, p.GINConnectionType = int32(raw.ginMinStride), int32(raw.ginConnectionType)
+		p.DevCommRuntimeVersionSize = uint64(raw.devCommRuntimeVersionSize)
+		for i := range p.GINSupport {
+			p.GINSupport[i] = raw.ginSupport[i] != 0
+		}
+	}
+	return p, st
 }
 
 func b2u(b bool) C.uint8_t {
@@ -202,7 +200,6 @@ func TeamListOffset(family int) int {
 func Layouts() map[string]Layout {
 	var cfg C.capi_config_v23203
 	var p1 C.capi_props_v22902
-	var p2 C.capi_props_v22907
 	var p3 C.capi_props_v23100
 	var cc C.capi_coll_config_v23203
 	var ext C.capi_config_ext
@@ -260,13 +257,14 @@ func Layouts() map[string]Layout {
 			"nvmlDev": unsafe.Offsetof(p1.nvmlDev), "deviceApiSupport": unsafe.Offsetof(p1.deviceApiSupport),
 			"multimemSupport": unsafe.Offsetof(p1.multimemSupport), "ginType": unsafe.Offsetof(p1.ginType),
 		}},
-		"ncclCommProperties_t/v22907": {unsafe.Sizeof(p2), map[string]uintptr{
-			"size": unsafe.Offsetof(p2.size), "magic": unsafe.Offsetof(p2.magic), "version": unsafe.Offsetof(p2.version),
-			"rank": unsafe.Offsetof(p2.rank), "nRanks": unsafe.Offsetof(p2.nRanks), "cudaDev": unsafe.Offsetof(p2.cudaDev),
-			"nvmlDev": unsafe.Offsetof(p2.nvmlDev), "deviceApiSupport": unsafe.Offsetof(p2.deviceApiSupport),
-			"multimemSupport": unsafe.Offsetof(p2.multimemSupport), "ginType": unsafe.Offsetof(p2.ginType),
-			"nLsaTeams": unsafe.Offsetof(p2.nLsaTeams), "hostRmaSupport": unsafe.Offsetof(p2.hostRmaSupport),
-			"railedGinType": unsafe.Offsetof(p2.railedGinType),
+		// 2.29.7's layout: capi_props_v23100 up to railedGinType.
+		"ncclCommProperties_t/v22907": {unsafe.Offsetof(p3.commHash), map[string]uintptr{
+			"size": unsafe.Offsetof(p3.size), "magic": unsafe.Offsetof(p3.magic), "version": unsafe.Offsetof(p3.version),
+			"rank": unsafe.Offsetof(p3.rank), "nRanks": unsafe.Offsetof(p3.nRanks), "cudaDev": unsafe.Offsetof(p3.cudaDev),
+			"nvmlDev": unsafe.Offsetof(p3.nvmlDev), "deviceApiSupport": unsafe.Offsetof(p3.deviceApiSupport),
+			"multimemSupport": unsafe.Offsetof(p3.multimemSupport), "ginType": unsafe.Offsetof(p3.ginType),
+			"nLsaTeams": unsafe.Offsetof(p3.nLsaTeams), "hostRmaSupport": unsafe.Offsetof(p3.hostRmaSupport),
+			"railedGinType": unsafe.Offsetof(p3.railedGinType),
 		}},
 		"ncclSimInfo_t": {unsafe.Sizeof(sim), map[string]uintptr{
 			"size": unsafe.Offsetof(sim.size), "magic": unsafe.Offsetof(sim.magic), "version": unsafe.Offsetof(sim.version),

@@ -5,14 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static capi_status coll_status(int code) {
-	capi_status s = {code, NULL};
-	if (code != 0 && code != 7) { // ncclSuccess, ncclInProgress
-		s.detail = capi_ncclGetLastError();
-	}
-	return s;
-}
-
 static capi_status coll_invalid(const char *why) {
 	capi_status s = {4, strdup(why)}; // ncclInvalidArgument
 	return s;
@@ -128,14 +120,6 @@ capi_status capi_coll_config(int which, uintptr_t send, uintptr_t recv, size_t c
 	void *rb = (void *)recv, *c = (void *)comm, *st = (void *)stream;
 	int r;
 	switch (which) {
-	case CAPI_COLL_ALLREDUCE:
-		r = ((int (*)(const void *, void *, size_t, int, int, void *, void *, const void *))fn)(
-			sb, rb, count, datatype, op, c, st, cfg);
-		break;
-	case CAPI_COLL_BROADCAST:
-		r = ((int (*)(const void *, void *, size_t, int, int, void *, void *, const void *))fn)(
-			sb, rb, count, datatype, root, c, st, cfg);
-		break;
 	case CAPI_COLL_REDUCE:
 		r = ((int (*)(const void *, void *, size_t, int, int, int, void *, void *, const void *))fn)(
 			sb, rb, count, datatype, op, root, c, st, cfg);
@@ -145,17 +129,15 @@ capi_status capi_coll_config(int which, uintptr_t send, uintptr_t recv, size_t c
 		r = ((int (*)(const void *, void *, size_t, int, void *, void *, const void *))fn)(sb, rb, count,
 												     datatype, c, st, cfg);
 		break;
-	case CAPI_COLL_REDUCESCATTER:
+	default: { // one int after the datatype: the root, or the reduction
+		int arg = which == CAPI_COLL_BROADCAST || which == CAPI_COLL_GATHER || which == CAPI_COLL_SCATTER ? root : op;
 		r = ((int (*)(const void *, void *, size_t, int, int, void *, void *, const void *))fn)(
-			sb, rb, count, datatype, op, c, st, cfg);
+			sb, rb, count, datatype, arg, c, st, cfg);
 		break;
-	default: // CAPI_COLL_GATHER, CAPI_COLL_SCATTER
-		r = ((int (*)(const void *, void *, size_t, int, int, void *, void *, const void *))fn)(
-			sb, rb, count, datatype, root, c, st, cfg);
-		break;
+	}
 	}
 	if (block) {
 		group_keep(block); // freed at the outermost group end
 	}
-	return coll_status(r);
+	return capi_nccl_status(r);
 }

@@ -133,9 +133,13 @@ const char *capi_cuda_path(void) { return lib_path(cuda_syms[CAPI_CU_cuDriverGet
 // Status helpers.
 
 static capi_status missing_nccl(void) {
-	capi_status s = {nccl_handle ? CAPI_MISSING : CAPI_NOT_LOADED, NULL};
+	capi_status s = {capi_nccl_missing(), NULL};
 	return s;
 }
+
+// missing_cuda is what a call of a CUDA function the shim has no address
+// for returns (capi_nccl_missing's rule for the driver).
+static int missing_cuda(void) { return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED; }
 
 char *capi_ncclGetLastError(void) {
 	typedef const char *(*fn_t)(void *);
@@ -442,6 +446,8 @@ void *capi_nccl_fn(int i) { return (i >= 0 && i < CAPI_NCCL_SYM_COUNT) ? nccl_sy
 
 int capi_nccl_missing(void) { return nccl_handle ? CAPI_MISSING : CAPI_NOT_LOADED; }
 
+capi_status capi_nccl_status(int code) { return nccl_status(code); }
+
 int capi_gate(uintptr_t comm) { return gate_enter(0, comm); }
 
 int capi_gate_queue(uintptr_t comm) { return gate_enter(CAPI_F_QUEUES, comm); }
@@ -466,7 +472,7 @@ static int set_ctx(uintptr_t ctx) {
 int capi_ctx_swap(uintptr_t ctx, uintptr_t *prev) {
 	capi_any_fn get = CUDA_FN(cuCtxGetCurrent), set = CUDA_FN(cuCtxSetCurrent);
 	if (!get || !set) {
-		return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+		return missing_cuda();
 	}
 	int r = ((int (*)(void **))get)((void **)prev);
 	return r ? r : ((int (*)(void *))set)((void *)ctx);
@@ -481,7 +487,7 @@ int capi_wait_streams(int n, const uintptr_t *ctxs, const uintptr_t *streams, co
 	capi_any_fn query = CUDA_FN(cuStreamQuery);
 	if (!query) {
 		*which = 0;
-		*code = cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+		*code = missing_cuda();
 		return CAPI_WAIT_CUDA;
 	}
 	typedef int (*async_fn)(void *, int *);
@@ -541,7 +547,7 @@ int capi_wait_streams(int n, const uintptr_t *ctxs, const uintptr_t *streams, co
 	int capi_##name(uintptr_t capi_ctx_, CAPI_UNPAREN params) {  \
 		capi_any_fn f = CUDA_FN(name);                        \
 		if (!f) {                                             \
-			return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED; \
+			return missing_cuda();                        \
 		}                                                     \
 		int r = set_ctx(capi_ctx_);                           \
 		if (r) {                                              \
@@ -555,7 +561,7 @@ CAPI_CUDA_FUNCS(CAPI_TRAMP_CUDA)
 int capi_cuCtxSynchronize(uintptr_t ctx) {
 	capi_any_fn f = CUDA_FN(cuCtxSynchronize);
 	if (!f) {
-		return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+		return missing_cuda();
 	}
 	int r = set_ctx(ctx);
 	return r ? r : f();
@@ -564,7 +570,7 @@ int capi_cuCtxSynchronize(uintptr_t ctx) {
 int capi_cuInit(void) {
 	capi_any_fn f = CUDA_FN(cuInit);
 	if (!f) {
-		return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+		return missing_cuda();
 	}
 	return f(0u);
 }
@@ -572,7 +578,7 @@ int capi_cuInit(void) {
 int capi_cuGetErrorName(int code, const char **name) {
 	capi_any_fn f = CUDA_FN(cuGetErrorName);
 	if (!f) {
-		return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+		return missing_cuda();
 	}
 	return f(code, name);
 }
@@ -580,7 +586,7 @@ int capi_cuGetErrorName(int code, const char **name) {
 int capi_cuGetErrorString(int code, const char **text) {
 	capi_any_fn f = CUDA_FN(cuGetErrorString);
 	if (!f) {
-		return cuda_handle ? CAPI_MISSING : CAPI_NOT_LOADED;
+		return missing_cuda();
 	}
 	return f(code, text);
 }

@@ -93,23 +93,6 @@ typedef struct {
 	uint8_t ginType;
 } capi_props_v22902;
 
-// ncclCommProperties_t as of NCCL 2.29.7 through 2.30.7: 56 bytes.
-typedef struct {
-	size_t size;
-	unsigned int magic;
-	unsigned int version;
-	int rank;
-	int nRanks;
-	int cudaDev;
-	int nvmlDev;
-	uint8_t deviceApiSupport;
-	uint8_t multimemSupport;
-	int ginType;
-	int nLsaTeams;          // 2.29.7
-	uint8_t hostRmaSupport; // 2.29.7
-	int railedGinType;      // 2.29.7
-} capi_props_v22907;
-
 // ncclCommProperties_t as of NCCL 2.31.0a16 and 2.31.2 (STyGIANet/nccl
 // src/include/nccl_device/core.h; nccl4py's bindings of 2.31.2): 144 bytes,
 // the fields after railedGinType filled for callers declaring 2.31.0 or
@@ -134,6 +117,10 @@ typedef struct {
 	uint8_t ginSupport[64];           // 2.31.0
 	size_t devCommRuntimeVersionSize; // 2.31.0
 } capi_props_v23100;
+
+// ncclCommProperties_t as of NCCL 2.29.7 through 2.30.7 is the prefix of
+// capi_props_v23100 up to railedGinType: 56 bytes (offsetof commHash), the
+// same offsets, so the binding sends capi_props_v23100 with size 56.
 
 // ncclSimInfo_t, 2.22.3 through 2.30.7: 24 bytes.
 typedef struct {
@@ -563,6 +550,9 @@ capi_status capi_ncclMemAlloc(uintptr_t ctx, uintptr_t *ptr, size_t size);
 // is in progress), for a call that queues no work.
 void *capi_nccl_fn(int i);
 int capi_nccl_missing(void);
+// capi_nccl_status is the status of an NCCL call's result: its last error
+// as detail unless it is ncclSuccess or ncclInProgress.
+capi_status capi_nccl_status(int code);
 int capi_gate(uintptr_t comm);
 // capi_gate_queue is the gate of a call that queues work (a collective of
 // collconfig.c): capi_gate's check, plus the group rules of group.c.
