@@ -368,8 +368,8 @@ func (c *Communicator) wait(ctx context.Context, op string) error {
 
 // asyncOutcome reads one poll of ncclCommGetAsyncError (state, and st, the
 // call's own status): done once the communicator's work is over, with err
-// the failure that broke it (nil when idle and healthy). Every poll of the
-// package reads its answer here.
+// the failure that broke it (nil when idle and healthy). The waits,
+// AsyncError and the outcome of a pending child read their answer here.
 func asyncOutcome(op string, state int32, st capi.Status) (done bool, err error) {
 	if err := statusErr(op, "ncclCommGetAsyncError", st); err != nil {
 		return true, err
@@ -395,7 +395,7 @@ func (c *Communicator) pollState(op string) (int32, capi.Status, error) {
 	defer c.mu.Unlock()
 	state, st := c.asyncErrorLocked(ptr) // record.go
 	if state == 0 && st.Code == 0 && c.life.pendingRes > 0 {
-		c.settleResourcesLocked() // resource.go
+		c.settleResourcesLocked() // pending.go
 	}
 	return state, st, nil
 }

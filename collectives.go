@@ -76,7 +76,6 @@ type collInfo struct {
 	configurable bool
 	cfgSym       capi.Sym
 	cfgKind      int
-	cfgFn        string
 }
 
 // colls is every kind's row: the one place that says which recorder
@@ -112,7 +111,7 @@ func withTable(rows [numKinds]collInfo, configured bool) [numKinds]collInfo {
 		if rows[i].configurable {
 			rows[i].name += "With"
 			if configured {
-				rows[i].fn = rows[i].cfgFn
+				rows[i].fn = rows[i].cfgSym.String()
 			}
 		}
 	}
@@ -124,9 +123,6 @@ func withTable(rows [numKinds]collInfo, configured bool) [numKinds]collInfo {
 func collTable(rows [numKinds]collInfo) [numKinds]collInfo {
 	for i := range rows {
 		rows[i].name, rows[i].fn = rows[i].op.String(), rows[i].sym.String()
-		if rows[i].configurable {
-			rows[i].cfgFn = rows[i].cfgSym.String()
-		}
 	}
 	return rows
 }

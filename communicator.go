@@ -110,10 +110,3 @@ func (c *Communicator) String() string {
 	}
 	return fmt.Sprintf("nccl.Communicator(rank %d/%d, cuda:%d, %#x)", c.rank, c.nranks, c.dev, c.ptr)
 }
-
-// currentState is c's state (without resolving a pending child).
-func (c *Communicator) currentState() commState {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.state
-}

@@ -473,3 +473,20 @@ func TestCommInitFails(t *testing.T) {
 		}
 	})
 }
+
+// Blocking's doc: NCCL_COMM_BLOCKING=0 makes NCCL run a communicator whose
+// config asks for blocking non-blocking, and Blocking says so.
+func TestBlockingFollowsNCCLCommBlocking(t *testing.T) {
+	faketest.Run(t, faketest.Env{Extra: []string{"NCCL_COMM_BLOCKING=0"}}, func(t *testing.T) {
+		c := fakeComm(t, 1, 0, &nccl.Config{Blocking: nccl.Ptr(true)})
+		if err := c.Wait(context.Background()); err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+		if c.Blocking() {
+			t.Error("Blocking() = true for a communicator NCCL_COMM_BLOCKING=0 made non-blocking")
+		}
+		if err := c.Destroy(); err != nil {
+			t.Errorf("Destroy: %v", err)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package nccl_test
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/nccl4go/nccl"
@@ -84,8 +85,22 @@ func TestSendNoAllocations(t *testing.T) {
 		if n := testing.AllocsPerRun(1000, call); n != 0 {
 			t.Errorf("Send: %v allocations per call, want 0", n)
 		}
-		if n := testing.AllocsPerRun(1000, func() { c.Recv(b, 1, cuda.Stream{}) }); n != 0 {
+		recv := func() {
+			if err := c.Recv(b, 1, cuda.Stream{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := testing.AllocsPerRun(1000, recv); n != 0 {
 			t.Errorf("Recv: %v allocations per call, want 0", n)
+		}
+		for name, f := range map[string]func(){"Send": call, "Recv": recv} {
+			before := runtime.NumCgoCall()
+			for range 100 {
+				f()
+			}
+			if d := runtime.NumCgoCall() - before; d != 100 {
+				t.Errorf("%d cgo calls for 100 %s calls, want 100", d, name)
+			}
 		}
 	})
 }

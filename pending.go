@@ -167,8 +167,8 @@ func (c *Communicator) resolveLocked() (done bool, err error) {
 	if err == nil {
 		// A blocking parent reports a failed job only through the group's
 		// end; the child NCCL stored carries the failure itself.
-		if state, st := capi.CommGetAsyncError(value); st.Code == 0 && state != 0 && Result(state) != InProgress {
-			err = &Error{Op: p.op, Code: Result(state), Detail: capi.GetLastError()}
+		if state, st := capi.CommGetAsyncError(value); st.Code == 0 {
+			_, err = asyncOutcome(p.op, state, st) // a failure, or nil (done or in progress)
 		}
 	}
 	if err != nil {

@@ -132,7 +132,7 @@ func (c *Communicator) destroyClaimed(ctx context.Context) error {
 		}
 		errs = append(errs, err)
 	}
-	if err := c.release("Destroy", "ncclCommDestroy", capi.CommDestroy, evDestroy, nil); err != nil {
+	if err := c.release("Destroy", evDestroy, nil); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -213,7 +213,7 @@ func (c *Communicator) abort(op string, cause error) error {
 		return err
 	}
 	err := c.closeResources()
-	return errors.Join(err, c.release(op, "ncclCommAbort", capi.CommAbort, evAbort, cause))
+	return errors.Join(err, c.release(op, evAbort, cause))
 }
 
 // releaseNull is releaseNullLocked when c has no NCCL pointer: null
@@ -259,11 +259,12 @@ func heldElsewhere(op string, ptr uintptr) error {
 	return nil
 }
 
-// release frees the NCCL communicator with f and makes c null; cause is
-// recorded as the abort's reason when it ends aborted. Of concurrent
-// releases exactly one succeeds: the others find c released and return
-// an error wrapping [ErrClosed].
-func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final lifeEvent, cause error) error {
+// release frees the NCCL communicator, with ncclCommDestroy for final
+// evDestroy and ncclCommAbort for evAbort, and makes c null; final becomes
+// evAbort where NCCL cannot destroy it. cause is recorded as the abort's
+// reason when it ends aborted. Of concurrent releases exactly one succeeds:
+// the others find c released and return an error wrapping [ErrClosed].
+func (c *Communicator) release(op string, final lifeEvent, cause error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ptr == 0 {
@@ -285,18 +286,18 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 	broken := c.lifeBeforeReleaseLocked(op, ptr)
 	// Before the free: once freed, another communicator may get the same
 	// address (and its own records).
-	if fn == "ncclCommDestroy" && capi.GroupOrphaned(ptr) {
+	if final == evDestroy && capi.GroupOrphaned(ptr) {
 		// Work NCCL can never run is queued on it: abort, do not destroy.
-		f, fn, final = capi.CommAbort, "ncclCommAbort", evAbort
+		final = evAbort
 	}
 	// The flight recorder's last entry of the communicator: a local
 	// operation, recorded before the call (a Destroy can wait in NCCL).
 	if len(c.trace.host) > 0 { // lifecycle work that ended unseen: say so first
 		c.asyncErrorLocked(ptr)
 	}
-	ev := trace.Event{Op: trace.Abort}
-	if fn == "ncclCommDestroy" {
-		ev.Op = trace.Destroy
+	ev, f, fn := trace.Event{Op: trace.Abort}, capi.CommAbort, "ncclCommAbort"
+	if final == evDestroy {
+		ev.Op, f, fn = trace.Destroy, capi.CommDestroy, "ncclCommDestroy"
 	}
 	ref := c.recordLocked(&ev)
 	registry.Delete(ptr)
@@ -311,7 +312,7 @@ func (c *Communicator) release(op, fn string, f func(uintptr) capi.Status, final
 		st = capi.CommAbort(ptr)
 	}
 	var abortErr error
-	if st.Code != 0 && fn == "ncclCommDestroy" {
+	if st.Code != 0 && final == evDestroy {
 		// NCCL refuses to destroy a broken communicator (its async error
 		// is set) and leaves it allocated: abort it, which frees it.
 		final = evAbort

@@ -424,7 +424,7 @@ func (w *Watchdog) tick() tickResult {
 			destroy = append(destroy, r.ev)
 		}
 	}
-	pending := opsIn(w.pending) + opsIn(w.incoming) + w.open.n + len(w.deferred) + len(w.host)
+	pending := opsIn(w.pending) + w.queuedLocked()
 	w.mu.Unlock()
 	clear(results)
 	w.results = results[:0]

@@ -281,6 +281,13 @@ func (en *entry) unwatch() {
 // ops is the number of operations the entry stands for.
 func (en *entry) ops() int { return max(en.n, 1) }
 
+// queuedLocked counts the operations queued and not yet taken by the
+// poller (mu held): the poller's own (pending) are counted apart, under
+// pollMu.
+func (w *Watchdog) queuedLocked() int {
+	return opsIn(w.incoming) + w.open.n + len(w.deferred) + len(w.host)
+}
+
 // opsIn counts the operations of entries.
 func opsIn(entries []entry) int {
 	n := 0
@@ -714,7 +721,7 @@ func (w *Watchdog) Stats() Stats {
 		return Stats{} // the zero Watchdog
 	}
 	w.mu.Lock()
-	s := Stats{Events: w.events, Dropped: w.dropped, Captured: w.captured, Pending: opsIn(w.incoming) + w.open.n + len(w.deferred) + len(w.host),
+	s := Stats{Events: w.events, Dropped: w.dropped, Captured: w.captured, Pending: w.queuedLocked(),
 		Abandoned: w.abandoned.Load(), Polls: w.polls.Load(), Covers: w.covers.Load()}
 	w.mu.Unlock()
 	w.pollMu.Lock()

@@ -186,9 +186,6 @@ func (f Feature) UseWith(r int) Use {
 	if !u.Used && u.Why == "" {
 		u.Why = "the binding declares " + Release(declared) + " in " + Table[f].Struct() + " to it"
 	}
-	if u.Used {
-		u.Why = ""
-	}
 	return u
 }
 
