@@ -152,7 +152,7 @@ func isReset(err error) bool { return closedByPeer(err) }
 func TestServerFullIsToldAndHandshakeSlotsExpire(t *testing.T) {
 	for _, secret := range []string{"", "s3cret"} {
 		t.Run("secret="+secret, func(t *testing.T) {
-			srv := startServer(t, &ServerOptions{Secret: secret, MaxConns: 1, HandshakeTimeout: 300 * time.Millisecond})
+			srv := startServer(t, &ServerOptions{Secret: secret, MaxConns: 1, HandshakeTimeout: 3 * time.Second})
 			slow, err := net.Dial("tcp", srv.Addr().String())
 			if err != nil {
 				t.Fatal(err)
@@ -160,7 +160,7 @@ func TestServerFullIsToldAndHandshakeSlotsExpire(t *testing.T) {
 			defer slow.Close()
 			slow.Write([]byte{0}) // one byte of VALIDATE, then nothing
 			waitFor(t, "the slow connection to be accepted", func() bool { return srv.Conns() == 1 })
-			_, err = Dial(context.Background(), srv.Addr().String(), &DialOptions{Secret: secret, Timeout: 100 * time.Millisecond})
+			_, err = Dial(context.Background(), srv.Addr().String(), &DialOptions{Secret: secret, Timeout: time.Second})
 			if !errors.Is(err, ErrServerFull) || !strings.Contains(err.Error(), "server full") {
 				t.Fatalf("Dial to a full server = %v, want ErrServerFull naming \"server full\"", err)
 			}
